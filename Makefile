@@ -1,0 +1,40 @@
+# driftgate — `make help` lists the targets.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+# The CPU build of torch; override e.g. `make TORCH_SPEC='torch==2.14.1' test`.
+TORCH_SPEC ?= torch==2.13.0
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: help install demo test lint format clean
+
+help:  ## show this help
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet "$(TORCH_SPEC)"
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)  ## create .venv: pinned torch first, then driftgate with its test extras
+
+demo: $(STAMP)  ## the main job: train, log and register the model on embedded defaults
+	$(BIN)/driftgate demo
+
+test: $(STAMP)  ## lint, then the whole test suite
+	$(BIN)/ruff check .
+	$(BIN)/pytest
+
+lint: $(STAMP)  ## ruff check + format check
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)  ## apply ruff's formatter and fixes
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+clean:  ## remove local stores and reports (keeps .venv)
+	rm -rf .driftgate reports
