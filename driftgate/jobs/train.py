@@ -1,0 +1,173 @@
+"""The training job: load data → train → evaluate → log and register in MLflow."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from driftgate import registry
+from driftgate.config import ProjectConfig
+from driftgate.environment import describe_environment
+from training.data import (
+    DATE_COLUMN,
+    DataError,
+    Splits,
+    content_digest,
+    feature_matrix,
+    load_dataset,
+    resolve_source,
+    split_periods,
+)
+from training.evaluate import classification_metrics, prefixed
+from training.model import predict_proba
+from training.train import EpochRecord, TrainingResult, train_classifier
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PreparedData:
+    splits: Splits
+    features: list[str]
+    target: str
+    digest: str  # content hash of the exact training split
+
+
+@dataclass(frozen=True)
+class TrainingOutcome:
+    registered: registry.RegisteredVersion
+    metrics: dict[str, float]
+    epochs_run: int
+    best_epoch: int
+    data_digest: str
+
+
+def prepare_data(config: ProjectConfig) -> PreparedData:
+    """Load the configured data set, choose features, split it in time order."""
+    settings = config.data
+    frame = load_dataset(settings.source, start_date=settings.start_date)
+    if settings.target not in frame.columns:
+        raise DataError(f"{settings.source}: target column '{settings.target}' not found")
+    if settings.features is None:
+        features = [
+            c
+            for c in frame.columns
+            if c not in (DATE_COLUMN, settings.target) and pd.api.types.is_numeric_dtype(frame[c])
+        ]
+    else:
+        features = list(settings.features)
+    labels = frame[settings.target]
+    if labels.isna().any() or not set(labels.unique()) <= {0, 1}:
+        raise DataError(f"{settings.source}: target column '{settings.target}' must be 0/1")
+    splits = split_periods(
+        frame, settings.reference_rows, settings.validation_share, settings.test_share
+    )
+    return PreparedData(
+        splits=splits,
+        features=features,
+        target=settings.target,
+        digest=content_digest(splits.train),
+    )
+
+
+def fit_model(
+    config: ProjectConfig,
+    data: PreparedData,
+    on_epoch: Callable[[EpochRecord], None] | None = None,
+) -> TrainingResult:
+    splits = data.splits
+    return train_classifier(
+        feature_matrix(splits.train, data.features),
+        splits.train[data.target].to_numpy(),
+        feature_matrix(splits.validation, data.features),
+        splits.validation[data.target].to_numpy(),
+        config.train,
+        on_epoch=on_epoch,
+    )
+
+
+def evaluate_model(data: PreparedData, result: TrainingResult) -> dict[str, float]:
+    """``<split>_<metric>`` for train, validation and test."""
+    metrics: dict[str, float] = {}
+    for split_name, frame in (
+        ("train", data.splits.train),
+        ("val", data.splits.validation),
+        ("test", data.splits.test),
+    ):
+        probabilities = predict_proba(result.model, feature_matrix(frame, data.features))
+        metrics |= prefixed(split_name, classification_metrics(frame[data.target], probabilities))
+    return metrics
+
+
+def register_model(
+    config: ProjectConfig,
+    data: PreparedData,
+    result: TrainingResult,
+    metrics: dict[str, float],
+) -> TrainingOutcome:
+    splits = data.splits
+    params = {
+        **config.train.model_dump(),
+        "features": data.features,
+        "target": data.target,
+        "data_source": config.data.source,
+        "train_rows": len(splits.train),
+        "val_rows": len(splits.validation),
+        "test_rows": len(splits.test),
+        "train_start": str(splits.train[DATE_COLUMN].iloc[0].date()),
+        "train_end": str(splits.train[DATE_COLUMN].iloc[-1].date()),
+        "epochs_run": result.epochs_run,
+        "best_epoch": result.best_epoch,
+    }
+    history = [{"train_loss": r.train_loss, "val_loss": r.val_loss} for r in result.history]
+    example = feature_matrix(splits.validation.head(5), data.features)
+    description = (
+        f"TabularClassifier {result.model.hidden_sizes} on {len(splits.train)} training days "
+        f"({params['train_start']}..{params['train_end']}, data digest {data.digest[:12]}); "
+        f"val ROC AUC {metrics['val_roc_auc']:.4f}, test accuracy {metrics['test_accuracy']:.4f}."
+    )
+    registered = registry.log_training_run(
+        config.tracking,
+        config.model.name,
+        result.model,
+        params=params,
+        history=history,
+        metrics=metrics,
+        environment=describe_environment(config.root),
+        training_data=splits.train,
+        data_source=str(resolve_source(config.data.source)),
+        data_digest=data.digest,
+        input_example=example.astype(np.float32),
+        features=data.features,
+        description=description,
+    )
+    return TrainingOutcome(
+        registered=registered,
+        metrics=metrics,
+        epochs_run=result.epochs_run,
+        best_epoch=result.best_epoch,
+        data_digest=data.digest,
+    )
+
+
+def log_epoch(record: EpochRecord) -> None:
+    log.info(
+        "epoch %3d  train_loss %.4f  val_loss %.4f",
+        record.epoch,
+        record.train_loss,
+        record.val_loss,
+    )
+
+
+def run_training(
+    config: ProjectConfig, on_epoch: Callable[[EpochRecord], None] | None = log_epoch
+) -> TrainingOutcome:
+    """The whole job without Prefect (``driftgate train`` and the tests)."""
+    data = prepare_data(config)
+    result = fit_model(config, data, on_epoch=on_epoch)
+    metrics = evaluate_model(data, result)
+    return register_model(config, data, result, metrics)

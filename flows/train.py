@@ -1,0 +1,70 @@
+"""Prefect flow ``train``: the training job's steps as tasks, nothing more.
+
+Each task calls one function of :mod:`driftgate.jobs.train`; ``driftgate train``
+calls the same functions without Prefect, so the flow adds orchestration (retries,
+the run's history in the Prefect UI) and no behaviour of its own. Tasks are not
+cached: their inputs are data frames and models, and a training run must re-run.
+"""
+
+from __future__ import annotations
+
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from driftgate.config import ProjectConfig, load_config
+from driftgate.jobs import train as job
+
+
+@task(name="prepare-data", cache_policy=NO_CACHE)
+def prepare_data_task(config: ProjectConfig) -> job.PreparedData:
+    return job.prepare_data(config)
+
+
+@task(name="fit-model", cache_policy=NO_CACHE)
+def fit_model_task(config: ProjectConfig, data: job.PreparedData):
+    logger = get_run_logger()
+
+    def report(record) -> None:
+        logger.info(
+            "epoch %d: train_loss %.4f val_loss %.4f",
+            record.epoch,
+            record.train_loss,
+            record.val_loss,
+        )
+
+    return job.fit_model(config, data, on_epoch=report)
+
+
+@task(name="evaluate-model", cache_policy=NO_CACHE)
+def evaluate_model_task(data: job.PreparedData, result) -> dict[str, float]:
+    return job.evaluate_model(data, result)
+
+
+@task(name="register-model", cache_policy=NO_CACHE)
+def register_model_task(
+    config: ProjectConfig, data: job.PreparedData, result, metrics: dict[str, float]
+) -> job.TrainingOutcome:
+    return job.register_model(config, data, result, metrics)
+
+
+@flow(name="train", log_prints=True)
+def train_flow(config_path: str | None = None) -> dict:
+    """Train on the configured data set and register a new model version.
+
+    Returns a JSON-able summary (run id, model version, metrics).
+    """
+    config = load_config(config_path)
+    data = prepare_data_task(config)
+    result = fit_model_task(config, data)
+    metrics = evaluate_model_task(data, result)
+    outcome = register_model_task(config, data, result, metrics)
+    registered = outcome.registered
+    return {
+        "model_name": registered.model_name,
+        "version": registered.version,
+        "run_id": registered.run_id,
+        "experiment_id": registered.experiment_id,
+        "model_uri": registered.model_uri,
+        "metrics": outcome.metrics,
+        "data_digest": outcome.data_digest,
+    }

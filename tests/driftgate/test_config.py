@@ -1,0 +1,93 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from driftgate.config import load_config
+from driftgate.yamlconfig import ConfigError
+
+DRIFTGATE = [sys.executable, "-m", "driftgate.cli"]
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def test_embedded_defaults_without_a_config_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = load_config()
+    assert config.model.name == "rainfall-classifier"
+    assert config.tracking.uri == f"sqlite:///{tmp_path / '.driftgate' / 'mlflow.db'}"
+    assert config.tracking.artifact_location == (tmp_path / ".driftgate" / "mlartifacts").as_uri()
+    assert config.train.lr == pytest.approx(3e-3)
+    assert not (tmp_path / ".driftgate").exists()  # loading creates nothing
+
+
+def test_relative_paths_resolve_against_the_config_folder(tmp_path, monkeypatch):
+    write(tmp_path / "p.yaml", "train:\n  lr: 0.5\nprepare:\n  other_stage: kept\n")
+    config_file = write(tmp_path / "driftgate.yaml", "home: state\nparams: p.yaml\n")
+    monkeypatch.chdir("/")
+    config = load_config(config_file)
+    assert config.home_dir == tmp_path / "state"
+    assert config.train.lr == 0.5
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("data:\n  bogus: 1\n", r"driftgate.yaml: data.bogus: unknown key"),
+        ("data:\n  reference_rows: lots\n", r"driftgate.yaml: data.reference_rows: .*integer"),
+        ("model:\n  name: 'has space'\n", r"driftgate.yaml: model.name: "),
+        ("data:\n  validation_share: 0.6\n  test_share: 0.5\n", r"data: .*below 1"),
+        ("data:\n  source: missing.csv\n", r"data.source: file not found: .*missing.csv"),
+        ("params: nope.yaml\n", r"params: file not found: .*nope.yaml"),
+        ("- a list\n", r"expected a mapping"),
+        ("data: [unclosed\n", r"not valid YAML"),
+    ],
+)
+def test_bad_config_names_file_and_key(tmp_path, text, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(write(tmp_path / "driftgate.yaml", text))
+
+
+def test_bad_params_name_the_params_file_and_key(tmp_path):
+    write(tmp_path / "params.yaml", "train:\n  lr: -1\n  epochs: 3\n")
+    with pytest.raises(ConfigError) as error:
+        load_config(write(tmp_path / "driftgate.yaml", "{}\n"))
+    assert "params.yaml: train.lr: Input should be greater than 0" in str(error.value)
+    assert "params.yaml: train.epochs: unknown key" in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("tracking:\n  bogus: x\n", "tracking.bogus: unknown key"),
+        ("data:\n  source: gone.parquet\n", "data.source: file not found"),
+    ],
+)
+def test_cli_exits_2_naming_the_key(tmp_path, text, message):
+    config_file = write(tmp_path / "driftgate.yaml", text)
+    done = subprocess.run(
+        [*DRIFTGATE, "train", "--config", str(config_file)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1"},
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr
+    assert str(config_file) in done.stderr
+
+
+def test_cli_missing_config_file_exits_2(tmp_path):
+    done = subprocess.run(
+        [*DRIFTGATE, "train", "--config", str(tmp_path / "absent.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert "absent.yaml: file not found" in done.stderr

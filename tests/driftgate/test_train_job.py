@@ -1,0 +1,110 @@
+"""The training job against a real MLflow SQLite store (shared for the session)."""
+
+import json
+
+import mlflow
+import numpy as np
+import pytest
+import torch
+from mlflow import MlflowClient
+
+from driftgate import registry
+from training.data import DataError, feature_matrix
+from training.evaluate import classification_metrics
+from training.model import TabularClassifier, predict_proba
+
+
+@pytest.fixture(scope="module")
+def client(trained_model):
+    return MlflowClient(tracking_uri=trained_model.config.tracking.uri)
+
+
+def test_model_reloaded_from_the_registry_predicts_like_the_one_in_memory(trained_model):
+    test = trained_model.data.splits.test
+    features = feature_matrix(test, trained_model.data.features)
+    reloaded = registry.load_pyfunc(
+        trained_model.config.tracking, trained_model.outcome.registered.model_uri
+    )
+    from_registry = np.asarray(reloaded.predict(features)).ravel()
+    in_memory = predict_proba(trained_model.result.model, features)
+    np.testing.assert_allclose(from_registry, in_memory, rtol=0, atol=1e-6)
+    accuracy = classification_metrics(test["rain"], from_registry)["accuracy"]
+    assert accuracy == pytest.approx(trained_model.metrics["test_accuracy"], abs=1e-12)
+
+
+def test_model_is_better_than_always_predicting_dry(trained_model):
+    majority = 1 - trained_model.data.splits.test["rain"].mean()
+    assert trained_model.metrics["test_accuracy"] > majority + 0.05
+    assert trained_model.metrics["test_roc_auc"] > 0.8
+
+
+def test_preprocessing_statistics_come_from_the_training_split_only(trained_model):
+    model = trained_model.result.model
+    train = feature_matrix(trained_model.data.splits.train, trained_model.data.features)
+    reference = feature_matrix(trained_model.data.splits.reference, trained_model.data.features)
+    np.testing.assert_allclose(model.feature_mean.numpy(), train.mean(axis=0), atol=1e-6)
+    # The reference period's means differ measurably, so a leak would be caught.
+    assert np.abs(reference.mean(axis=0) - train.mean(axis=0)).max() > 1e-3
+
+
+def test_run_records_params_metrics_environment_and_data_version(trained_model, client):
+    registered = trained_model.outcome.registered
+    run = client.get_run(registered.run_id)
+    assert json.loads(run.data.params["features"]) == trained_model.data.features
+    assert run.data.params["lr"] == str(trained_model.config.train.lr)
+    for name in ("val_accuracy", "val_roc_auc", "val_log_loss", "test_accuracy", "test_roc_auc"):
+        assert run.data.metrics[name] == pytest.approx(trained_model.metrics[name])
+    history = client.get_metric_history(registered.run_id, "val_loss")
+    assert [m.step for m in history] == list(range(1, trained_model.result.epochs_run + 1))
+    assert run.data.tags["env.torch"] == torch.__version__
+    assert run.data.tags["env.device"] == "cpu"
+    assert run.data.tags["env.git_commit"]
+    (dataset_input,) = run.inputs.dataset_inputs
+    assert dataset_input.dataset.digest == trained_model.outcome.data_digest
+    assert dataset_input.tags[0].value == "training"
+
+
+def test_model_version_has_tags_description_signature_and_no_alias(trained_model, client):
+    registered = trained_model.outcome.registered
+    version = client.get_model_version(registered.model_name, registered.version)
+    assert version.tags[registry.TAG_DATA_DIGEST] == trained_model.outcome.data_digest
+    assert json.loads(version.tags[registry.TAG_FEATURES]) == trained_model.data.features
+    assert "val ROC AUC" in version.description
+    assert version.aliases == []
+    info = mlflow.models.get_model_info(registered.model_uri)
+    assert info.signature.inputs.to_dict()[0]["tensor-spec"]["shape"] == (-1, 8)
+
+
+def test_state_dict_artifact_reloads_with_weights_only(trained_model, tmp_path):
+    registered = trained_model.outcome.registered
+    folder = mlflow.artifacts.download_artifacts(
+        run_id=registered.run_id,
+        artifact_path="weights",
+        dst_path=str(tmp_path),
+        tracking_uri=trained_model.config.tracking.uri,
+    )
+    architecture = json.loads((tmp_path / "weights" / "architecture.json").read_text())
+    rebuilt = TabularClassifier(**architecture)
+    rebuilt.load_state_dict(torch.load(f"{folder}/state_dict.pt", weights_only=True))
+    features = feature_matrix(trained_model.data.splits.test, trained_model.data.features)
+    np.testing.assert_array_equal(
+        predict_proba(rebuilt, features), predict_proba(trained_model.result.model, features)
+    )
+
+
+def test_nan_in_training_data_is_refused_naming_the_column(trained_model):
+    from driftgate.jobs import train as job
+
+    data = trained_model.data
+    broken_train = data.splits.train.copy()
+    broken_train.iloc[100, broken_train.columns.get_loc("visibility")] = np.nan
+    broken = job.PreparedData(
+        splits=type(data.splits)(
+            broken_train, data.splits.validation, data.splits.test, data.splits.production
+        ),
+        features=data.features,
+        target=data.target,
+        digest="x",
+    )
+    with pytest.raises(DataError, match="column 'visibility' has 1 NaN"):
+        job.fit_model(trained_model.config, broken, on_epoch=None)
