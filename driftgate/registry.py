@@ -170,3 +170,34 @@ def run_metrics(tracking: TrackingSettings, run_id: str) -> dict[str, float]:
     from mlflow import MlflowClient
 
     return dict(MlflowClient(tracking_uri=tracking.uri).get_run(run_id).data.metrics)
+
+
+CHAMPION_ALIAS = "champion"
+PREVIOUS_CHAMPION_ALIAS = "previous-champion"
+
+
+def alias_version(tracking: TrackingSettings, model_name: str, alias: str) -> str | None:
+    """The version an alias points at, or None when the alias (or model) does not exist."""
+    from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
+
+    client = MlflowClient(tracking_uri=tracking.uri, registry_uri=tracking.uri)
+    try:
+        aliases = client.get_registered_model(model_name).aliases
+    except MlflowException as exc:
+        if exc.error_code == "RESOURCE_DOES_NOT_EXIST":
+            return None
+        raise RegistryError(f"cannot read model '{model_name}': {exc.message}") from exc
+    version = aliases.get(alias)
+    return str(version) if version is not None else None
+
+
+def version_features(tracking: TrackingSettings, model_name: str, version: str) -> list[str]:
+    """Feature order the version was trained with (its ``driftgate.features`` tag)."""
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=tracking.uri, registry_uri=tracking.uri)
+    tags = client.get_model_version(model_name, version).tags
+    if TAG_FEATURES not in tags:
+        raise RegistryError(f"{model_name} v{version} has no {TAG_FEATURES} tag")
+    return json.loads(tags[TAG_FEATURES])
