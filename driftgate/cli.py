@@ -33,7 +33,9 @@ ConfigOption = typer.Option(
     dir_okay=False,
 )
 
+EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_REGISTRY = 3
 
 
 def _load(config_path: Path | None) -> ProjectConfig:
@@ -106,7 +108,8 @@ def demo(
     """The main job: run the loop as far as it exists, through Prefect, and say where to look.
 
     Now: the ``train`` flow (Prefect local mode) registers a model version in the local
-    MLflow store, then the registered model is reloaded from the registry and scored on
+    MLflow store and chains into ``validate-and-promote``, which moves ``champion`` when
+    every gate passes; then the champion is reloaded from the registry and scored on
     the held-out test split to prove the round trip.
     """
     _setup_logging(verbose)
@@ -118,18 +121,101 @@ def demo(
     from driftgate.jobs.demo import check_registered_model
     from flows.train import train_flow
 
-    typer.echo("== train flow (Prefect local mode) ==")
-    summary = train_flow(config_path=str(config_path) if config_path else None)
+    typer.echo("== train flow → validate-and-promote (Prefect local mode) ==")
+    summary = train_flow(config_path=str(config_path) if config_path else None, promote=True)
     _print_training_summary(config, summary)
+    gate = summary["gate"]
+    if gate["passed"]:
+        typer.echo(f"  gate PASSED: champion -> v{gate['candidate']}")
+    else:
+        typer.echo(f"  gate FAILED ({', '.join(gate['failed_checks'])}); champion unchanged")
+    typer.echo(f"  gate report: {gate['reports']['markdown']}")
 
     typer.echo("")
-    typer.echo(f"== reload {summary['model_uri']} from the registry ==")
-    check = check_registered_model(config, summary["model_uri"])
+    champion_uri = f"models:/{config.model.name}@champion"
+    typer.echo(f"== reload {champion_uri} from the registry ==")
+    check = check_registered_model(config, champion_uri)
     typer.echo(
         f"  test accuracy from the reloaded model {check.reloaded_accuracy:.4f} "
         f"(logged {summary['metrics']['test_accuracy']:.4f}) on {check.rows} rows"
     )
     _print_where_to_look(config)
+
+
+def _with_model(config: ProjectConfig, model: str | None) -> ProjectConfig:
+    if model:
+        config.model = config.model.model_copy(update={"name": model})
+    return config
+
+
+@app.command()
+def promote(
+    model: str | None = typer.Option(None, "--model", "-m", help="Registered model name."),
+    candidate: str | None = typer.Option(
+        None, "--candidate", help="Version to evaluate (default: the latest)."
+    ),
+    gates_path: Path | None = typer.Option(
+        None, "--gates", help="Gate config (default: `gates` in the project config)."
+    ),
+    report_dir: Path | None = typer.Option(
+        None, "--report-dir", help="Where to write gate.json, gate.junit.xml, gate.md."
+    ),
+    config_path: Path | None = ConfigOption,
+    verbose: bool = typer.Option(False, "--verbose", "-v"),
+) -> None:
+    """Run every gate on a candidate; move `champion` to it only if all pass.
+
+    Exit 0: promoted (or already champion). 1: a gate failed, aliases untouched.
+    2: bad usage or config. 3: the registry failed; aliases as they were.
+    """
+    _setup_logging(verbose)
+    config = _with_model(_load(config_path), model)
+    from gates.config import load_gate_config
+
+    gates = load_gate_config(gates_path or config.gates)
+    from driftgate.jobs.promote import run_promotion
+
+    outcome = run_promotion(config, gates, candidate=candidate, report_dir=report_dir)
+    result = outcome.result
+    typer.echo(
+        f"Promotion gate for {result.model_name} v{result.candidate} "
+        f"(champion: {('v' + result.champion) if result.champion else 'none'})"
+    )
+    typer.echo(result.table())
+    typer.echo("")
+    for kind, path in outcome.report_files.items():
+        typer.echo(f"  {kind:<9}{path}")
+    if not result.passed:
+        typer.echo(
+            f"\nFAILED: {len(result.failures)} of {len(result.checks)} checks; aliases untouched.",
+            err=True,
+        )
+        for failure in result.failures:
+            typer.echo(f"  - {failure.name}: {failure.message}", err=True)
+        raise typer.Exit(EXIT_FAILED)
+    if result.champion == result.candidate:
+        typer.echo(f"\nPASSED: v{result.candidate} already is the champion.")
+    else:
+        previous = (
+            f"; previous-champion -> v{outcome.previous_champion}"
+            if outcome.previous_champion
+            else ""
+        )
+        typer.echo(f"\nPASSED: champion -> v{result.candidate}{previous}")
+
+
+@app.command()
+def rollback(
+    model: str | None = typer.Option(None, "--model", "-m", help="Registered model name."),
+    reason: str = typer.Option(..., "--reason", help="Why; recorded on the demoted version."),
+    config_path: Path | None = ConfigOption,
+) -> None:
+    """Move `champion` back to `previous-champion`, with an audit tag."""
+    config = _with_model(_load(config_path), model)
+    from driftgate import registry
+
+    demoted, restored = registry.rollback_champion(config.tracking, config.model.name, reason)
+    typer.echo(f"champion of {config.model.name}: v{demoted} -> v{restored} ({reason})")
 
 
 def _register_subcommands() -> None:
@@ -146,6 +232,7 @@ _register_subcommands()
 
 def main() -> None:
     """Console entry point: turn configuration and data errors into exit code 2."""
+    from driftgate.registry import RegistryError
     from training.data import DataError
 
     try:
@@ -153,6 +240,9 @@ def main() -> None:
     except (ConfigError, DataError) as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_USAGE)
+    except RegistryError as exc:
+        typer.echo(f"registry error: {exc}", err=True)
+        sys.exit(EXIT_REGISTRY)
 
 
 if __name__ == "__main__":

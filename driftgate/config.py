@@ -63,6 +63,7 @@ class ProjectConfig(_Strict):
     tracking: TrackingSettings = TrackingSettings()
     data: DataSettings = DataSettings()
     params: str | None = Field(None, description="DVC params file with the `train` section")
+    gates: str | None = Field(None, description="gate config; default: the packaged gates.yaml")
 
     # Filled in by load_config, not read from YAML.
     root: Path = Field(default=Path("."), exclude=True)
@@ -115,6 +116,12 @@ def load_config(path: Path | str | None = None) -> ProjectConfig:
         if not data_path.is_file():
             raise ConfigError(f"{where}: data.source: file not found: {data_path}")
         config.data = config.data.model_copy(update={"source": str(data_path)})
+
+    if config.gates is not None:
+        gates_path = config.resolve(config.gates)
+        if not gates_path.is_file():
+            raise ConfigError(f"{where}: gates: file not found: {gates_path}")
+        config.gates = str(gates_path)
 
     params_path = config.resolve(config.params or DEFAULT_PARAMS_FILE)
     if params_path.is_file():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -201,3 +202,268 @@ def version_features(tracking: TrackingSettings, model_name: str, version: str) 
     if TAG_FEATURES not in tags:
         raise RegistryError(f"{model_name} v{version} has no {TAG_FEATURES} tag")
     return json.loads(tags[TAG_FEATURES])
+
+
+TAG_GATE_STATUS = "driftgate.gate.status"  # passed | failed
+TAG_PROMOTION_STATUS = "driftgate.promotion.status"  # pending | promoted | aborted
+TAG_PROMOTION_PREVIOUS = "driftgate.promotion.previous_champion"
+TAG_PROMOTED_AT = "driftgate.promotion.promoted_at"
+TAG_ROLLED_BACK_AT = "driftgate.rollback.at"
+TAG_ROLLBACK_REASON = "driftgate.rollback.reason"
+NO_VERSION = "none"
+
+
+@dataclass(frozen=True)
+class VersionInfo:
+    model_name: str
+    version: str
+    run_id: str
+    version_tags: dict[str, str]
+    run_metrics: dict[str, float]
+    run_tags: dict[str, str]
+    signature_inputs: list[dict] | None
+
+    @property
+    def environment(self) -> dict[str, str]:
+        return {k.removeprefix("env."): v for k, v in self.run_tags.items() if k.startswith("env.")}
+
+
+def _client(tracking: TrackingSettings):
+    from mlflow import MlflowClient
+
+    # Artifact downloads draw tqdm bars on stderr; CI logs want the gate table instead.
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+
+    return MlflowClient(tracking_uri=tracking.uri, registry_uri=tracking.uri)
+
+
+def _registry_call(what: str, call, *args, **kwargs):
+    """Run one registry call; any failure becomes a RegistryError saying what failed."""
+    try:
+        return call(*args, **kwargs)
+    except RegistryError:
+        raise
+    except Exception as exc:  # MlflowException, connection errors, timeouts...
+        message = getattr(exc, "message", None) or str(exc)
+        raise RegistryError(f"{what}: {message}") from exc
+
+
+def latest_version(tracking: TrackingSettings, model_name: str) -> str:
+    versions = _registry_call(
+        f"cannot list versions of '{model_name}'",
+        _client(tracking).search_model_versions,
+        f"name='{model_name}'",
+    )
+    if not versions:
+        raise RegistryError(
+            f"model '{model_name}' has no registered versions; run `driftgate train`"
+        )
+    return str(max(int(v.version) for v in versions))
+
+
+def version_info(tracking: TrackingSettings, model_name: str, version: str) -> VersionInfo:
+    import mlflow
+
+    client = _client(tracking)
+    model_version = _registry_call(
+        f"cannot read {model_name} v{version}", client.get_model_version, model_name, version
+    )
+    run = _registry_call(
+        f"cannot read run {model_version.run_id}", client.get_run, model_version.run_id
+    )
+    mlflow.set_tracking_uri(tracking.uri)
+    info = _registry_call(
+        f"cannot read the model of {model_name} v{version}",
+        mlflow.models.get_model_info,
+        f"models:/{model_name}/{version}",
+    )
+    signature = info.signature.inputs.to_dict() if info.signature is not None else None
+    return VersionInfo(
+        model_name=model_name,
+        version=str(version),
+        run_id=model_version.run_id,
+        version_tags=dict(model_version.tags),
+        run_metrics=dict(run.data.metrics),
+        run_tags=dict(run.data.tags),
+        signature_inputs=signature,
+    )
+
+
+def load_weights(tracking: TrackingSettings, run_id: str) -> tuple[dict, dict]:
+    """The run's ``architecture.json`` and state dict, loaded with ``weights_only=True``."""
+    import mlflow
+    import torch
+
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = _registry_call(
+            f"cannot download the weights of run {run_id}",
+            mlflow.artifacts.download_artifacts,
+            run_id=run_id,
+            artifact_path="weights",
+            dst_path=scratch,
+            tracking_uri=tracking.uri,
+        )
+        architecture = json.loads((Path(folder) / "architecture.json").read_text())
+        state = torch.load(Path(folder) / "state_dict.pt", weights_only=True)
+    return architecture, state
+
+
+def record_gate_result(
+    tracking: TrackingSettings,
+    model_name: str,
+    version: str,
+    run_id: str,
+    check_tags: Mapping[str, str],
+    report_files: Mapping[str, Path],
+    artifact_folder: str,
+) -> None:
+    """Tag the candidate version with the gate's results and attach the report files
+    to its run (``artifact_folder``), where the MLflow UI shows them."""
+    client = _client(tracking)
+    for key, value in check_tags.items():
+        _registry_call(
+            f"cannot tag {model_name} v{version}",
+            client.set_model_version_tag,
+            model_name,
+            version,
+            key,
+            value[:5000],
+        )
+    for path in report_files.values():
+        _registry_call(
+            f"cannot upload {path.name} to run {run_id}",
+            client.log_artifact,
+            run_id,
+            str(path),
+            artifact_folder,
+        )
+
+
+def move_champion(
+    tracking: TrackingSettings, model_name: str, candidate: str, expected_champion: str | None
+) -> str | None:
+    """Make ``candidate`` the champion and the old champion ``previous-champion``.
+
+    All or nothing, as far as a registry without transactions allows:
+    1. the candidate is tagged with the champion it replaces (harmless if we stop here);
+    2. ``champion`` moves in one atomic call — the decisive write;
+    3. ``previous-champion`` moves; if that fails, ``champion`` is moved back.
+    If the champion changed since the gate evaluated (``expected_champion``), nothing
+    is written: another promotion won, and this one must be re-evaluated.
+    Returns the previous champion's version (or None).
+    """
+    client = _client(tracking)
+    current = alias_version(tracking, model_name, CHAMPION_ALIAS)
+    if current != expected_champion:
+        raise RegistryError(
+            f"champion of '{model_name}' moved from {expected_champion or 'none'} to "
+            f"{current or 'none'} while the gate ran; aliases unchanged, re-run the gate"
+        )
+    _registry_call(
+        f"cannot tag {model_name} v{candidate}; aliases unchanged",
+        lambda: (
+            client.set_model_version_tag(
+                model_name, candidate, TAG_PROMOTION_PREVIOUS, current or NO_VERSION
+            ),
+            client.set_model_version_tag(model_name, candidate, TAG_PROMOTION_STATUS, "pending"),
+        ),
+    )
+    _registry_call(
+        f"cannot move '{CHAMPION_ALIAS}' to v{candidate}; aliases unchanged",
+        client.set_registered_model_alias,
+        model_name,
+        CHAMPION_ALIAS,
+        candidate,
+    )
+    if current is not None:
+        try:
+            client.set_registered_model_alias(model_name, PREVIOUS_CHAMPION_ALIAS, current)
+        except Exception as exc:
+            try:
+                client.set_registered_model_alias(model_name, CHAMPION_ALIAS, current)
+            except Exception as undo_exc:
+                raise RegistryError(
+                    f"moved '{CHAMPION_ALIAS}' to v{candidate} but could not set "
+                    f"'{PREVIOUS_CHAMPION_ALIAS}' ({exc}) nor move '{CHAMPION_ALIAS}' back to "
+                    f"v{current} ({undo_exc}); v{candidate} carries tag "
+                    f"{TAG_PROMOTION_PREVIOUS}={current} for `driftgate rollback`"
+                ) from exc
+            raise RegistryError(
+                f"could not set '{PREVIOUS_CHAMPION_ALIAS}' to v{current} ({exc}); "
+                f"'{CHAMPION_ALIAS}' moved back to v{current}, aliases unchanged"
+            ) from exc
+    _registry_call(
+        f"aliases moved, but cannot record the promotion on v{candidate}",
+        lambda: (
+            client.set_model_version_tag(model_name, candidate, TAG_PROMOTION_STATUS, "promoted"),
+            client.set_model_version_tag(model_name, candidate, TAG_PROMOTED_AT, _now()),
+        ),
+    )
+    return current
+
+
+def rollback_champion(tracking: TrackingSettings, model_name: str, reason: str) -> tuple[str, str]:
+    """Move ``champion`` back to ``previous-champion``; returns (demoted, restored).
+
+    ``previous-champion`` then points at the version the restored one had replaced (as
+    recorded when it was promoted), or is removed, so repeated rollbacks walk back in
+    history instead of flip-flopping between two versions.
+    """
+    client = _client(tracking)
+    current = alias_version(tracking, model_name, CHAMPION_ALIAS)
+    if current is None:
+        raise RegistryError(f"model '{model_name}' has no champion to roll back")
+    previous_alias = alias_version(tracking, model_name, PREVIOUS_CHAMPION_ALIAS)
+    previous = previous_alias
+    if previous is None:
+        recorded = _registry_call(
+            f"cannot read {model_name} v{current}", client.get_model_version, model_name, current
+        ).tags.get(TAG_PROMOTION_PREVIOUS, NO_VERSION)
+        previous = None if recorded == NO_VERSION else recorded
+    if previous is None:
+        raise RegistryError(f"model '{model_name}' has no previous champion to roll back to")
+    before_previous = _registry_call(
+        f"cannot read {model_name} v{previous}", client.get_model_version, model_name, previous
+    ).tags.get(TAG_PROMOTION_PREVIOUS, NO_VERSION)
+    _registry_call(
+        f"cannot move '{CHAMPION_ALIAS}' back to v{previous}; aliases unchanged",
+        client.set_registered_model_alias,
+        model_name,
+        CHAMPION_ALIAS,
+        previous,
+    )
+    if before_previous == NO_VERSION and previous_alias is not None:
+        _registry_call(
+            f"champion restored to v{previous}, but cannot remove '{PREVIOUS_CHAMPION_ALIAS}'",
+            client.delete_registered_model_alias,
+            model_name,
+            PREVIOUS_CHAMPION_ALIAS,
+        )
+    elif before_previous != NO_VERSION:
+        _registry_call(
+            f"champion restored to v{previous}, but cannot move '{PREVIOUS_CHAMPION_ALIAS}'",
+            client.set_registered_model_alias,
+            model_name,
+            PREVIOUS_CHAMPION_ALIAS,
+            before_previous,
+        )
+    _registry_call(
+        f"champion restored to v{previous}, but cannot record the rollback on v{current}",
+        lambda: (
+            client.set_model_version_tag(model_name, current, TAG_ROLLED_BACK_AT, _now()),
+            client.set_model_version_tag(model_name, current, TAG_ROLLBACK_REASON, reason[:5000]),
+            client.set_model_version_tag(model_name, current, TAG_PROMOTION_STATUS, "rolled-back"),
+            client.set_registered_model_tag(
+                model_name,
+                "driftgate.last_rollback",
+                json.dumps({"at": _now(), "from": current, "to": previous, "reason": reason}),
+            ),
+        ),
+    )
+    return current, previous
+
+
+def _now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat(timespec="seconds")

@@ -48,10 +48,11 @@ def register_model_task(
 
 
 @flow(name="train", log_prints=True)
-def train_flow(config_path: str | None = None) -> dict:
+def train_flow(config_path: str | None = None, promote: bool = False) -> dict:
     """Train on the configured data set and register a new model version.
 
-    Returns a JSON-able summary (run id, model version, metrics).
+    With ``promote=True`` the new version goes straight through ``validate-and-promote``
+    (a subflow). Returns a JSON-able summary (run id, model version, metrics, gate).
     """
     config = load_config(config_path)
     data = prepare_data_task(config)
@@ -59,7 +60,13 @@ def train_flow(config_path: str | None = None) -> dict:
     metrics = evaluate_model_task(data, result)
     outcome = register_model_task(config, data, result, metrics)
     registered = outcome.registered
+    gate = None
+    if promote:
+        from flows.promote import validate_and_promote
+
+        gate = validate_and_promote(config_path=config_path, candidate=registered.version)
     return {
+        "gate": gate,
         "model_name": registered.model_name,
         "version": registered.version,
         "run_id": registered.run_id,

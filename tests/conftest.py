@@ -20,6 +20,8 @@ def project_dir(tmp_path_factory) -> Path:
     """A copy of the repository's config files in a temporary folder with its own home."""
     root = tmp_path_factory.mktemp("project")
     shutil.copy(REPO_ROOT / "params.yaml", root / "params.yaml")
+    (root / "gates").mkdir()
+    shutil.copy(REPO_ROOT / "gates" / "gates.yaml", root / "gates" / "gates.yaml")
     text = (REPO_ROOT / "driftgate.yaml").read_text()
     (root / "driftgate.yaml").write_text(text.replace("home: .driftgate", "home: state"))
     return root

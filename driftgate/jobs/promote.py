@@ -1,0 +1,235 @@
+"""The promotion job: evaluate every gate on a candidate, record it, move the aliases.
+
+``driftgate promote`` (CI) and the Prefect flow ``validate_and_promote`` call these
+functions. No Prefect here, and no MLflow outside :mod:`driftgate.registry`.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from driftgate import registry
+from driftgate.config import ProjectConfig
+from driftgate.environment import describe_environment
+from driftgate.jobs.train import PreparedData, prepare_data
+from gates import checks
+from gates.config import GateConfig
+from gates.metrics import evaluate_metric_gate
+from gates.result import CheckResult, GateResult
+from training.data import feature_matrix
+from training.evaluate import METRIC_NAMES, classification_metrics
+from training.model import TabularClassifier
+
+log = logging.getLogger(__name__)
+
+SPLITS = {"val": "validation", "test": "test"}
+
+
+@dataclass(frozen=True)
+class PromotionOutcome:
+    result: GateResult
+    promoted: bool
+    previous_champion: str | None
+    report_files: dict[str, Path]
+
+
+def _rebuild(architecture: dict, state: dict) -> TabularClassifier:
+    model = TabularClassifier(**architecture)
+    model.load_state_dict(state)
+    return model.eval()
+
+
+def _metrics_on(predict, frame, data: PreparedData) -> tuple[np.ndarray, dict[str, float]]:
+    """Held-out metrics; NaN metrics (failing their gates) when predictions are not finite,
+    so a broken model is reported by the gate instead of crashing it."""
+    probabilities = np.asarray(predict(feature_matrix(frame, data.features)), np.float64).ravel()
+    if not np.isfinite(probabilities).all():
+        return probabilities, dict.fromkeys(METRIC_NAMES, float("nan"))
+    return probabilities, classification_metrics(frame[data.target], probabilities)
+
+
+def _bounds(data: PreparedData) -> tuple[np.ndarray, np.ndarray]:
+    """Per-feature bounds of valid inputs: the training data's range.
+
+    The data contract's min/max take over here once contracts carry bounds per
+    feature (issue 4); until then the observed training range is the contract.
+    """
+    train = feature_matrix(data.splits.train, data.features)
+    return train.min(axis=0), train.max(axis=0)
+
+
+def evaluate_gates(
+    config: ProjectConfig, gates: GateConfig, candidate: str | None = None
+) -> GateResult:
+    """Run every gate on ``candidate`` (default: the latest version) and return all results."""
+    tracking, name = config.tracking, config.model.name
+    candidate = candidate or registry.latest_version(tracking, name)
+    champion = registry.alias_version(tracking, name, registry.CHAMPION_ALIAS)
+    if champion == candidate:
+        champion_for_comparison = None
+        log.info("v%s is already the champion; evaluating absolute gates only", candidate)
+    else:
+        champion_for_comparison = champion
+    result = GateResult(model_name=name, candidate=candidate, champion=champion)
+    info = registry.version_info(tracking, name, candidate)
+    data = prepare_data(config)
+    held_out = getattr(data.splits, SPLITS[gates.promotion.split])
+
+    # Data: the candidate must have been trained on the data version evaluated here,
+    # otherwise "held-out" rows may be rows it was trained on.
+    recorded_digest = info.version_tags.get(registry.TAG_DATA_DIGEST, "unknown")
+    same_data = recorded_digest == data.digest
+    result.checks.append(
+        CheckResult(
+            "data_version",
+            same_data,
+            recorded_digest[:12],
+            f"== {data.digest[:12]}",
+            ""
+            if same_data
+            else "the candidate was trained on a different data version than "
+            "the one configured; held-out rows may overlap its training rows",
+            group="data",
+        )
+    )
+
+    pyfunc = registry.load_pyfunc(tracking, f"models:/{name}/{candidate}")
+    candidate_probabilities, candidate_metrics = _metrics_on(pyfunc.predict, held_out, data)
+    champion_metrics = None
+    if champion_for_comparison is not None:
+        champion_model = registry.load_pyfunc(tracking, f"models:/{name}/{champion_for_comparison}")
+        _, champion_metrics = _metrics_on(champion_model.predict, held_out, data)
+    for gate in gates.promotion.metrics:
+        result.checks.extend(
+            evaluate_metric_gate(gate, gates.promotion.split, candidate_metrics, champion_metrics)
+        )
+
+    settings = gates.model_checks
+    architecture, state = registry.load_weights(tracking, info.run_id)
+    model = _rebuild(architecture, state)
+    rows = feature_matrix(held_out, data.features)
+    lower, upper = _bounds(data)
+
+    planned = [
+        (
+            settings.finite_outputs.enabled,
+            lambda: checks.check_finite_outputs(
+                pyfunc.predict, rows, lower, upper, settings.finite_outputs
+            ),
+        ),
+        (
+            settings.signature.enabled,
+            lambda: checks.check_signature(
+                info.signature_inputs, pyfunc.predict, len(data.features)
+            ),
+        ),
+        (
+            settings.degenerate_output.enabled,
+            lambda: checks.check_degenerate_output(
+                candidate_probabilities, settings.degenerate_output
+            ),
+        ),
+        (
+            settings.latency.enabled,
+            lambda: checks.check_latency(pyfunc.predict, rows, settings.latency),
+        ),
+        (
+            settings.memory.enabled,
+            lambda: checks.check_memory(pyfunc.predict, rows, settings.memory),
+        ),
+        (
+            settings.reload_parity.enabled,
+            lambda: checks.check_reload_parity(
+                model, lambda: TabularClassifier(**architecture), rows, settings.reload_parity
+            ),
+        ),
+        (
+            settings.export_parity.enabled,
+            lambda: checks.check_export_parity(model, rows, settings.export_parity),
+        ),
+        (
+            True,
+            lambda: checks.check_registry_parity(
+                pyfunc.predict, model, rows, settings.export_parity.max_abs_diff
+            ),
+        ),
+        (
+            settings.overfitting.enabled,
+            lambda: checks.check_overfitting(
+                _split_metrics(info.run_metrics, "train"),
+                _split_metrics(info.run_metrics, "val"),
+                settings.overfitting,
+            ),
+        ),
+        (
+            settings.environment.enabled,
+            lambda: checks.check_environment(
+                info.environment, describe_environment(config.root), settings.environment
+            ),
+        ),
+    ]
+    for enabled, run_check in planned:
+        if enabled:
+            outcome = run_check()
+            result.checks.extend(outcome if isinstance(outcome, list) else [outcome])
+    return result
+
+
+def _split_metrics(run_metrics: dict[str, float], split: str) -> dict[str, float]:
+    prefix = f"{split}_"
+    return {k.removeprefix(prefix): v for k, v in run_metrics.items() if k.startswith(prefix)}
+
+
+def gate_tags(result: GateResult) -> dict[str, str]:
+    """Version tags the MLflow UI shows: overall status and one tag per check."""
+    tags = {
+        registry.TAG_GATE_STATUS: "passed" if result.passed else "failed",
+        "driftgate.gate.champion_at_evaluation": result.champion or registry.NO_VERSION,
+        "driftgate.gate.failed_checks": ",".join(c.name for c in result.failures) or "-",
+    }
+    for check in result.checks:
+        tags[f"driftgate.gate.{check.name}"] = f"{check.status}: {check.observed}"
+    return tags
+
+
+def run_promotion(
+    config: ProjectConfig,
+    gates: GateConfig,
+    candidate: str | None = None,
+    report_dir: Path | None = None,
+) -> PromotionOutcome:
+    """Evaluate, write reports, record them on the candidate, and promote only if all pass."""
+    result = evaluate_gates(config, gates, candidate)
+    folder = report_dir or (
+        config.home_dir / "reports" / f"promote-{result.model_name}-v{result.candidate}"
+    )
+    files = result.write(folder)
+    record_gate(config, result, files)
+    promoted, previous = False, None
+    if result.passed:
+        promoted, previous = True, promote(config, result)
+    return PromotionOutcome(result, promoted, previous, files)
+
+
+def record_gate(config: ProjectConfig, result: GateResult, files: dict[str, Path]) -> None:
+    """Tag the candidate with every check and attach the reports to its run."""
+    tracking, name = config.tracking, config.model.name
+    run_id = registry.version_info(tracking, name, result.candidate).run_id
+    registry.record_gate_result(
+        tracking, name, result.candidate, run_id, gate_tags(result), files, artifact_folder="gates"
+    )
+
+
+def promote(config: ProjectConfig, result: GateResult) -> str | None:
+    """Move ``champion`` to a candidate whose gate passed; returns the previous champion."""
+    if not result.passed:
+        raise ValueError(f"v{result.candidate} failed the gate; refusing to promote it")
+    if result.champion == result.candidate:
+        return None  # already champion: nothing to move
+    return registry.move_champion(
+        config.tracking, config.model.name, result.candidate, expected_champion=result.champion
+    )
