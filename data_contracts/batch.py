@@ -266,7 +266,7 @@ class _Interpreter:
     def _expected(self, rule: Rule) -> str:
         if rule.kind == "row_count":
             rows = self.contract.rows
-            return f"at least {rows.min} rows" + (
+            return f"at least {rows.min} row(s)" + (
                 f", at most {rows.max}" if rows.max is not None else ""
             )
         if rule.kind == "extra_columns":
@@ -332,6 +332,8 @@ class _Interpreter:
             )
         if rule.kind == "nulls":
             limit = _percent(spec.allowed_null_share)
+            if count == 0:
+                return f"column '{column}' has no nulls"
             return (
                 f"column '{column}' has {_percent(share)} nulls ({count} rows), "
                 f"at most {limit} allowed"

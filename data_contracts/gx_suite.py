@@ -119,12 +119,16 @@ def result_format(max_examples: int) -> dict[str, Any]:
 
 def compile_suite(contract: Contract) -> gx.ExpectationSuite:
     """The contract as an ExpectationSuite named after it, one expectation per rule."""
-    suite = gx.ExpectationSuite(name=f"{contract.name}.v{contract.version}")
+    gx_runtime()  # GX suites resolve a current context even when never saved
+    expectations = []
     for rule in contract.rules():
         spec = contract.columns[rule.column] if rule.column is not None else None
-        expectation = _expectation_for(rule, contract, spec)
-        suite.add_expectation(expectation)
-    return suite
+        expectations.append(_expectation_for(rule, contract, spec))
+    # Passed to the constructor rather than add_expectation(), which looks the suite up
+    # in the store once per expectation.
+    return gx.ExpectationSuite(
+        name=f"{contract.name}.v{contract.version}", expectations=expectations
+    )
 
 
 def _expectation_for(rule: Rule, contract: Contract, spec: ColumnSpec | None) -> Any:

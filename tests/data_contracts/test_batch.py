@@ -224,3 +224,11 @@ def test_result_is_json_and_renders(contract: Contract, reference) -> None:
     assert "FAILED" in markdown and "`columns.temperature.nulls`" in markdown
     page = render_html(result)
     assert page.startswith("<!doctype html>") and "columns.temperature.nulls" in page
+
+
+def test_compiled_suite_is_plain_gx_with_one_expectation_per_rule(contract: Contract) -> None:
+    from data_contracts.gx_suite import compile_suite
+
+    suite = compile_suite(contract)
+    assert [e.meta["rule"] for e in suite.expectations] == [r.id for r in contract.rules()]
+    assert suite.name == "rainfall.v1"
