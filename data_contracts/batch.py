@@ -169,7 +169,9 @@ class _Interpreter:
         self.contract = contract
         self.frame = frame
         self.max_examples = max_examples
-        self.present = {str(c) for c in frame.columns}
+        # Contract columns are strings; a non-string label (0, a tuple) can only be extra.
+        self.present = {c for c in frame.columns if isinstance(c, str)}
+        self.extras = sorted(str(c) for c in frame.columns if str(c) not in contract.columns)
         self.bad_dtype: set[str] = set()  # filled as dtype rules are read (they come first)
 
     def interpret(self, rule: Rule, gx_result: Any, crash: str | None) -> RuleResult:
@@ -250,7 +252,7 @@ class _Interpreter:
         return _result(rule, passed, count, expected, message, expectation=name)
 
     def _extra_columns(self, rule: Rule, expected: str, name: str | None) -> RuleResult:
-        extras = sorted(self.present - set(self.contract.columns))
+        extras = self.extras
         if not extras:
             return _result(rule, True, [], expected, "no columns outside the contract")
         listed = ", ".join(f"'{c}'" for c in extras)

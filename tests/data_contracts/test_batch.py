@@ -203,6 +203,7 @@ def test_garbage_frames_never_raise(contract: Contract) -> None:
         pd.DataFrame({"x": [object(), [1, 2], {"a": 1}]}),
         pd.DataFrame([[1, 2]], columns=["temperature", "temperature"]),
         pd.DataFrame({"date": ["not a date"], "rain": [None]}),
+        pd.DataFrame({0: [1.0], ("a", "b"): [2], "temperature": [np.nan]}),
     ]
     for frame in frames:
         result = validate_batch(contract, frame)
