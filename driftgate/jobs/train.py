@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import shutil
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from data_contracts.breach import ContractBreach
 from driftgate import registry
 from driftgate.config import ProjectConfig
 from driftgate.environment import describe_environment
@@ -35,6 +40,8 @@ class PreparedData:
     features: list[str]
     target: str
     digest: str  # content hash of the exact training split
+    contract_path: str | None = None
+    contract_result: object | None = None  # data_contracts.ContractResult of the reference period
 
 
 @dataclass(frozen=True)
@@ -46,8 +53,13 @@ class TrainingOutcome:
     data_digest: str
 
 
-def prepare_data(config: ProjectConfig) -> PreparedData:
-    """Load the configured data set, choose features, split it in time order."""
+def prepare_data(config: ProjectConfig, enforce_contract: bool = True) -> PreparedData:
+    """Load the configured data set, choose features, split it in time order, and
+    validate the reference period against the data contract (if any).
+
+    With ``enforce_contract`` a breach raises ContractBreach; without, the result is
+    returned for the caller to report (the promotion gate does).
+    """
     settings = config.data
     frame = load_dataset(settings.source, start_date=settings.start_date)
     if settings.target not in frame.columns:
@@ -66,12 +78,31 @@ def prepare_data(config: ProjectConfig) -> PreparedData:
     splits = split_periods(
         frame, settings.reference_rows, settings.validation_share, settings.test_share
     )
+    contract_result = None
+    if settings.contract is not None:
+        contract_result = check_contract(
+            settings.contract, splits.reference, settings.source, enforce=enforce_contract
+        )
     return PreparedData(
         splits=splits,
         features=features,
         target=settings.target,
         digest=content_digest(splits.train),
+        contract_path=settings.contract,
+        contract_result=contract_result,
     )
+
+
+def check_contract(contract_path: str, frame: pd.DataFrame, source: str, enforce: bool = True):
+    """Validate ``frame`` (the reference period) with Great Expectations; raise
+    ContractBreach listing every broken rule, so nothing trains on broken data."""
+    from data_contracts import Contract, validate_batch
+
+    result = validate_batch(Contract.load(contract_path), frame)
+    if enforce and not result.passed:
+        raise ContractBreach(source, result)
+    log.info("data contract '%s': %d rules passed", result.contract, len(result.rules))
+    return result
 
 
 def fit_model(
@@ -120,6 +151,11 @@ def register_model(
         "test_rows": len(splits.test),
         "train_start": str(splits.train[DATE_COLUMN].iloc[0].date()),
         "train_end": str(splits.train[DATE_COLUMN].iloc[-1].date()),
+        "data_contract": (
+            f"{data.contract_result.contract} v{data.contract_result.version}"
+            if data.contract_result is not None
+            else "none"
+        ),
         "epochs_run": result.epochs_run,
         "best_epoch": result.best_epoch,
     }
@@ -130,21 +166,26 @@ def register_model(
         f"({params['train_start']}..{params['train_end']}, data digest {data.digest[:12]}); "
         f"val ROC AUC {metrics['val_roc_auc']:.4f}, test accuracy {metrics['test_accuracy']:.4f}."
     )
-    registered = registry.log_training_run(
-        config.tracking,
-        config.model.name,
-        result.model,
-        params=params,
-        history=history,
-        metrics=metrics,
-        environment=describe_environment(config.root),
-        training_data=splits.train,
-        data_source=str(resolve_source(config.data.source)),
-        data_digest=data.digest,
-        input_example=example.astype(np.float32),
-        features=data.features,
-        description=description,
-    )
+    artifacts = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        if data.contract_result is not None:
+            artifacts["data_contract"] = _write_contract_files(data, Path(scratch))
+        registered = registry.log_training_run(
+            config.tracking,
+            config.model.name,
+            result.model,
+            params=params,
+            history=history,
+            metrics=metrics,
+            environment=describe_environment(config.root),
+            training_data=splits.train,
+            data_source=str(resolve_source(config.data.source)),
+            data_digest=data.digest,
+            input_example=example.astype(np.float32),
+            features=data.features,
+            artifacts=artifacts,
+            description=description,
+        )
     return TrainingOutcome(
         registered=registered,
         metrics=metrics,
@@ -152,6 +193,20 @@ def register_model(
         best_epoch=result.best_epoch,
         data_digest=data.digest,
     )
+
+
+def _write_contract_files(data: PreparedData, folder: Path) -> Path:
+    """The contract and its result on the reference period, for the run's artifacts."""
+    from data_contracts import render_html, render_markdown
+
+    folder = folder / "data_contract"
+    folder.mkdir()
+    shutil.copy(data.contract_path, folder / "contract.yaml")
+    result = data.contract_result
+    (folder / "validation.md").write_text(render_markdown(result))
+    (folder / "validation.html").write_text(render_html(result))
+    (folder / "validation.json").write_text(json.dumps(result.to_dict(), indent=2, default=str))
+    return folder
 
 
 def log_epoch(record: EpochRecord) -> None:

