@@ -68,11 +68,14 @@ def _print_where_to_look(config: ProjectConfig) -> None:
     tracking = config.tracking
     typer.echo("")
     typer.echo("Where to look:")
-    typer.echo(
-        f"  MLflow UI:  mlflow ui --backend-store-uri {tracking.uri} "
-        f"--default-artifact-root {tracking.artifact_location}"
-    )
-    typer.echo("              then open http://127.0.0.1:5000")
+    if tracking.uri.startswith("http"):
+        typer.echo(f"  MLflow UI:  {tracking.uri}")
+    else:
+        typer.echo(
+            f"  MLflow UI:  mlflow ui --backend-store-uri {tracking.uri} "
+            f"--default-artifact-root {tracking.artifact_location}"
+        )
+        typer.echo("              then open http://127.0.0.1:5000")
     prefect_home = os.environ.get("PREFECT_HOME", str(config.home_dir / "prefect"))
     typer.echo(f"  Prefect UI: PREFECT_HOME={prefect_home} prefect server start")
     typer.echo("              then open http://127.0.0.1:4200")

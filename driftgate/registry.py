@@ -356,7 +356,10 @@ def move_champion(
     Returns the previous champion's version (or None).
     """
     client = _client(tracking)
-    current = alias_version(tracking, model_name, CHAMPION_ALIAS)
+    try:
+        current = alias_version(tracking, model_name, CHAMPION_ALIAS)
+    except RegistryError as exc:
+        raise RegistryError(f"{exc}; aliases unchanged") from exc
     if current != expected_champion:
         raise RegistryError(
             f"champion of '{model_name}' moved from {expected_champion or 'none'} to "

@@ -53,3 +53,69 @@ def trained_model(project_config) -> TrainedModel:
     metrics = job.evaluate_model(data, result)
     outcome = job.register_model(project_config, data, result, metrics)
     return TrainedModel(project_config, data, result, metrics, outcome)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class MlflowServer:
+    """A real ``mlflow server`` on loopback that a test can stop and start again."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.port = free_port()
+        self.uri = f"http://127.0.0.1:{self.port}"
+        self.process = None
+
+    def start(self, timeout: float = 120.0) -> None:
+        import os
+        import subprocess
+        import sys
+        import time
+        import urllib.request
+
+        command = [
+            str(Path(sys.executable).with_name("mlflow")), "server",
+            "--backend-store-uri", f"sqlite:///{self.folder / 'mlflow.db'}",
+            "--artifacts-destination", (self.folder / "artifacts").as_uri(),
+            "--host", "127.0.0.1", "--port", str(self.port), "--workers", "1",
+        ]  # fmt: skip
+        log = open(self.folder / "server.log", "ab")  # noqa: SIM115 - closed with the process
+        self.process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "NO_COLOR": "1"}
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"mlflow server exited; see {self.folder / 'server.log'}")
+            try:
+                with urllib.request.urlopen(f"{self.uri}/health", timeout=1) as response:
+                    if response.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.3)
+        raise TimeoutError(f"mlflow server not up after {timeout} s")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except Exception:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
+
+
+@pytest.fixture
+def mlflow_server(tmp_path):
+    """Start a real MLflow tracking server for one test; always stopped afterwards."""
+    server = MlflowServer(tmp_path)
+    server.start()
+    yield server
+    server.stop()

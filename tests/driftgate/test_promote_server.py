@@ -1,0 +1,36 @@
+"""Promotion over HTTP against a real MLflow server that goes away mid-promotion."""
+
+import pytest
+from mlflow import MlflowClient
+
+from driftgate import registry
+from driftgate.config import load_config
+from driftgate.jobs import promote as promote_job
+from driftgate.jobs.train import run_training
+from gates.config import load_gate_config
+
+
+def test_registry_outage_leaves_aliases_unchanged_and_a_retry_succeeds(
+    mlflow_server, tmp_path, monkeypatch
+):
+    # Fail fast instead of MLflow's default minutes of retries with back-off.
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
+    (tmp_path / "driftgate.yaml").write_text(
+        f"home: state\nmodel:\n  name: served\ntracking:\n  uri: {mlflow_server.uri}\n"
+    )
+    config = load_config(tmp_path / "driftgate.yaml")
+    assert config.tracking.artifact_location is None  # the server's artifact root applies
+    version = run_training(config, on_epoch=None).registered.version
+    result = promote_job.evaluate_gates(config, load_gate_config(), version)
+    assert result.passed, result.table()
+
+    mlflow_server.stop()
+    with pytest.raises(registry.RegistryError, match="aliases unchanged"):
+        promote_job.promote(config, result)
+
+    mlflow_server.start()
+    client = MlflowClient(tracking_uri=mlflow_server.uri)
+    assert client.get_registered_model("served").aliases == {}
+    promote_job.promote(config, result)
+    assert client.get_registered_model("served").aliases == {"champion": version}
