@@ -10,6 +10,7 @@ created until a command needs it.
 
 from __future__ import annotations
 
+import os
 from datetime import date
 from pathlib import Path
 
@@ -41,7 +42,11 @@ class ModelSettings(_Strict):
 
 
 class TrackingSettings(_Strict):
-    """Where MLflow keeps runs and the registry. ``None`` means under ``home``."""
+    """Where MLflow keeps runs and the registry.
+
+    ``uri: null`` means ``$MLFLOW_TRACKING_URI`` when set, else a SQLite store under
+    ``home``.
+    """
 
     uri: str | None = None
     artifact_location: str | None = None
@@ -116,7 +121,10 @@ def load_config(path: Path | str | None = None) -> ProjectConfig:
 
     tracking = config.tracking
     home = config.home_dir
-    if tracking.uri is None:
+    if tracking.uri is None and os.environ.get("MLFLOW_TRACKING_URI"):
+        # CI and deployments point at a server through the environment, not a file.
+        config.tracking = tracking.model_copy(update={"uri": os.environ["MLFLOW_TRACKING_URI"]})
+    elif tracking.uri is None:
         # Embedded default: a SQLite store with artifacts beside it. A remote tracking
         # server keeps its own artifact root unless the config names one.
         config.tracking = tracking.model_copy(

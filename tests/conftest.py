@@ -15,6 +15,17 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_ambient_tracking_server():
+    """Tests use their own stores; never a server named by the caller's environment."""
+    import os
+
+    saved = os.environ.pop("MLFLOW_TRACKING_URI", None)
+    yield
+    if saved is not None:
+        os.environ["MLFLOW_TRACKING_URI"] = saved
+
+
 @pytest.fixture(scope="session")
 def project_dir(tmp_path_factory) -> Path:
     """A copy of the repository's config files in a temporary folder with its own home."""

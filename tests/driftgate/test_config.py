@@ -91,3 +91,12 @@ def test_cli_missing_config_file_exits_2(tmp_path):
     )
     assert done.returncode == 2
     assert "absent.yaml: file not found" in done.stderr
+
+
+def test_tracking_uri_from_the_environment_when_the_file_leaves_it_open(tmp_path, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://mlflow.example:5000")
+    config = load_config(write(tmp_path / "driftgate.yaml", "home: state\n"))
+    assert config.tracking.uri == "http://mlflow.example:5000"
+    assert config.tracking.artifact_location is None
+    pinned = load_config(write(tmp_path / "d2.yaml", "tracking:\n  uri: sqlite:///x.db\n"))
+    assert pinned.tracking.uri == "sqlite:///x.db"
