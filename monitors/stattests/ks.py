@@ -1,0 +1,121 @@
+"""Two-sample Kolmogorov-Smirnov test.
+
+Name: ``ks``. Feature types: numeric. Direction: ``p_value``.
+
+Value: ``D = sup_x |F_ref(x) - F_cur(x)|``, the largest distance between the two
+empirical CDFs (unitless, in [0, 1]); it is also the effect size compared with the
+effect-size floor. The p-value follows ``scipy.stats.ks_2samp(method="auto")``
+exactly: the exact distribution when both samples have at most 10,000 values
+(``D`` is then rounded to the lattice ``h / lcm(n_ref, n_cur)`` as scipy does),
+otherwise the asymptotic ``kstwo.sf(D, round(n_ref n_cur / (n_ref + n_cur)))``.
+NaN is excluded (and counted by ``missing_share``); infinite values take part.
+
+Streaming: between consecutive reference breakpoints the reference ECDF is constant
+and the current ECDF is non-decreasing, so the supremum is reached at a breakpoint or
+just before one. The counts of current values ``<= v`` and ``< v`` at every
+breakpoint ``v`` (which add up across chunks) therefore give the exact ``D``. When
+the profile keeps fewer breakpoints than distinct reference values, ``D`` is a lower
+bound of the true statistic, larger by at most ``details["statistic_error_bound"]``
+(the largest reference share inside one gap).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats
+
+from monitors.profile import NumericProfile
+from monitors.stattests.registry import InsufficientData, StatTest, TestOutcome, register
+from monitors.window import NumericWindow
+
+# scipy.stats.ks_2samp(method="auto") is exact up to this sample size.
+SCIPY_MAX_AUTO_N = 10_000
+
+try:  # the exact two-sample distribution is private in scipy; see ks_p_value
+    from scipy.stats._stats_py import _attempt_exact_2kssamp
+except ImportError:  # pragma: no cover - depends on the scipy version
+    _attempt_exact_2kssamp = None
+
+
+def ks_statistic(reference: NumericProfile, current: NumericWindow) -> float:
+    """The two-sample KS statistic from the profile and the window's counts."""
+    n_ref, n_cur = reference.non_missing, current.non_missing
+    # Reference counts <= and < each breakpoint, -inf values included.
+    counts_through = np.concatenate([[0], np.cumsum(reference.ties[:-1] + reference.gap_counts)])
+    ref_le = reference.neg_inf_count + counts_through + reference.ties
+    ref_lt = ref_le - reference.ties
+    ref_points = np.concatenate(
+        [[reference.neg_inf_count], ref_le, ref_lt, [n_ref - reference.pos_inf_count]]
+    )
+    cur_points = np.concatenate(
+        [
+            [current.neg_inf_count],
+            current.count_le,
+            current.count_lt,
+            [n_cur - current.pos_inf_count],
+        ]
+    )
+    # Same operations as scipy (integer counts divided by n), hence the same floats.
+    differences = ref_points / n_ref - cur_points / n_cur
+    max_positive = float(differences.max())
+    max_negative = float(np.clip(-differences.min(), 0, 1))
+    return max(max_positive, max_negative)
+
+
+def ks_p_value(statistic: float, n_ref: int, n_cur: int) -> tuple[float, float]:
+    """Statistic (lattice-rounded when exact) and p-value as ``ks_2samp(method="auto")``.
+
+    Returns:
+        ``(statistic, p_value)``.
+    """
+    if max(n_ref, n_cur) <= SCIPY_MAX_AUTO_N and _attempt_exact_2kssamp is not None:
+        success, rounded, p_value = _attempt_exact_2kssamp(
+            n_ref, n_cur, math.gcd(n_ref, n_cur), statistic, "two-sided"
+        )
+        statistic = float(rounded)
+        if success:
+            return statistic, float(np.clip(p_value, 0, 1))
+    m, n = sorted([float(n_ref), float(n_cur)], reverse=True)
+    effective_n = m * n / (m + n)
+    p_value = stats.kstwo.sf(statistic, np.round(effective_n))
+    return statistic, float(np.clip(p_value, 0, 1))
+
+
+def ks_test(reference: NumericProfile, current: NumericWindow) -> TestOutcome:
+    """KS statistic and p-value of one numeric feature (see the module docstring)."""
+    if reference.non_missing == 0:
+        raise InsufficientData("the reference has no non-missing values")
+    if current.non_missing == 0:
+        raise InsufficientData("the current window has no non-missing values")
+    statistic = ks_statistic(reference, current)
+    statistic, p_value = ks_p_value(statistic, reference.non_missing, current.non_missing)
+    return TestOutcome(
+        value=statistic,
+        p_value=p_value,
+        effect_size=statistic,
+        details={
+            "exact_statistic": reference.ks_exact,
+            "statistic_error_bound": reference.ks_max_gap_share,
+            "method": (
+                "exact"
+                if max(reference.non_missing, current.non_missing) <= SCIPY_MAX_AUTO_N
+                else "asymp"
+            ),
+        },
+    )
+
+
+register(
+    StatTest(
+        name="ks",
+        func=ks_test,
+        feature_types=("numeric",),
+        direction="p_value",
+        units="KS statistic D = sup|F_ref - F_cur| (unitless, 0..1)",
+        default_threshold=0.05,
+        effect_size="D, the KS statistic",
+        default_effect_size_floor=0.05,
+    )
+)

@@ -1,0 +1,54 @@
+"""Shift of the mean in reference standard deviations.
+
+Name: ``mean_shift``. Feature types: numeric. Direction: ``distance``.
+
+Value: ``|mean_cur - mean_ref| / std_ref`` over finite values, where ``std_ref`` is the
+reference population standard deviation (ddof=0); ``details["shift"]`` keeps the
+sign. A constant reference (``std_ref = 0``) gives 0 when the means are equal and
+``inf`` otherwise. Infinite values are excluded here (they are counted in the
+report's feature info and move the KS and binned statistics).
+"""
+
+from __future__ import annotations
+
+from monitors.profile import NumericProfile
+from monitors.stattests.registry import InsufficientData, StatTest, TestOutcome, register
+from monitors.window import NumericWindow
+
+
+def standardised(difference: float, std: float) -> float:
+    """``difference / std`` with a constant reference handled (0 or inf)."""
+    if std > 0:
+        return difference / std
+    return 0.0 if difference == 0 else float("inf") * (1 if difference > 0 else -1)
+
+
+def mean_shift_test(reference: NumericProfile, current: NumericWindow) -> TestOutcome:
+    """Absolute mean shift in reference standard deviations."""
+    if reference.finite_count == 0:
+        raise InsufficientData("the reference has no finite values")
+    if current.finite_count == 0:
+        raise InsufficientData("the current window has no finite values")
+    current_mean = current.finite_sum / current.finite_count
+    shift = standardised(current_mean - reference.mean, reference.std)
+    return TestOutcome(
+        value=abs(shift),
+        details={
+            "shift": shift,
+            "reference_mean": reference.mean,
+            "current_mean": current_mean,
+            "reference_std": reference.std,
+        },
+    )
+
+
+register(
+    StatTest(
+        name="mean_shift",
+        func=mean_shift_test,
+        feature_types=("numeric",),
+        direction="distance",
+        units="reference standard deviations (|mean_cur - mean_ref| / std_ref)",
+        default_threshold=0.25,
+    )
+)
