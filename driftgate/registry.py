@@ -473,3 +473,29 @@ def _now() -> str:
     from datetime import UTC, datetime
 
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+REFERENCE_PROFILE_ARTIFACT = "reference_profile"
+
+
+def download_reference_profile(
+    tracking: TrackingSettings, model_name: str, version: str, destination: Path
+) -> Path:
+    """Download the version's reference profile folder (for drift checks) into ``destination``."""
+    import mlflow
+
+    run_id = _registry_call(
+        f"cannot read {model_name} v{version}",
+        _client(tracking).get_model_version,
+        model_name,
+        version,
+    ).run_id
+    folder = _registry_call(
+        f"cannot download the reference profile of {model_name} v{version}",
+        mlflow.artifacts.download_artifacts,
+        run_id=run_id,
+        artifact_path=REFERENCE_PROFILE_ARTIFACT,
+        dst_path=str(destination),
+        tracking_uri=tracking.uri,
+    )
+    return Path(folder)

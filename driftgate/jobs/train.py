@@ -170,6 +170,9 @@ def register_model(
     with tempfile.TemporaryDirectory() as scratch:
         if data.contract_result is not None:
             artifacts["data_contract"] = _write_contract_files(data, Path(scratch))
+        artifacts["reference_profile"] = fit_reference_profile(data, config.model.name).save(
+            Path(scratch) / "reference_profile"
+        )
         registered = registry.log_training_run(
             config.tracking,
             config.model.name,
@@ -192,6 +195,17 @@ def register_model(
         epochs_run=result.epochs_run,
         best_epoch=result.best_epoch,
         data_digest=data.digest,
+    )
+
+
+def fit_reference_profile(data: PreparedData, model_name: str):
+    """Fit the drift monitors' reference on the training split: fit once, score many."""
+    from monitors.profile import ReferenceProfile
+
+    return ReferenceProfile.fit(
+        data.splits.train[data.features],
+        schema=dict.fromkeys(data.features, "numeric"),
+        metadata={"model": model_name, "data_digest": data.digest, "split": "train"},
     )
 
 

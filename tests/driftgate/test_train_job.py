@@ -144,3 +144,16 @@ def test_training_refuses_data_that_breaks_its_contract(tmp_path):
     assert "visibility" in breach.value.report
     report_only = job.prepare_data(config, enforce_contract=False)
     assert not report_only.contract_result.passed
+
+
+def test_reference_profile_is_logged_and_loads(trained_model, tmp_path):
+    from monitors.profile import ReferenceProfile
+
+    registered = trained_model.outcome.registered
+    folder = registry.download_reference_profile(
+        trained_model.config.tracking, registered.model_name, registered.version, tmp_path
+    )
+    profile = ReferenceProfile.load(folder)
+    assert profile.rows == len(trained_model.data.splits.train)
+    assert list(profile.features) == trained_model.data.features
+    assert profile.metadata["data_digest"] == trained_model.outcome.data_digest
