@@ -1,0 +1,115 @@
+"""Engines for the SQL-backed stores: SQLite by default, PostgreSQL by URL.
+
+Both stores (samples and control state) open their database through
+:func:`create_store_engine`, so durability settings live in one place:
+
+- **SQLite** runs in WAL mode with ``synchronous=FULL`` by default: every commit
+  fsyncs the write-ahead log before it returns, so a committed batch survives a
+  SIGKILL of the process *and* an OS crash or power loss. ``NORMAL`` (configurable)
+  still survives a killed process — the WAL pages are in the OS page cache once
+  ``COMMIT`` returns — but may lose the last commits on power loss. The sample writer
+  commits whole batches (group commit), so the fsync per commit is amortised and
+  ``FULL`` costs little throughput.
+- **PostgreSQL** commits are durable with the server's default
+  ``synchronous_commit=on`` (the commit waits for the WAL flush). A URL without a
+  driver (``postgresql://...``) uses psycopg 3.
+
+Transactions that read and then write (the pause switch) must not interleave: on
+SQLite they start with ``BEGIN IMMEDIATE`` (take the write lock up front) via
+:func:`write_transaction`; on PostgreSQL they lock the row with ``FOR UPDATE``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.engine import make_url
+
+SQLITE_SYNCHRONOUS_MODES = ("FULL", "NORMAL", "EXTRA")
+# How long a SQLite connection waits for another writer's lock before failing.
+SQLITE_BUSY_TIMEOUT_MS = 10_000
+_BEGIN_OPTION = "driftgate_sqlite_begin"
+
+
+class StoreError(RuntimeError):
+    """A store cannot be opened or refused an operation; the message names the store."""
+
+
+def normalise_url(url: str) -> str:
+    """``postgresql://`` / ``postgres://`` without a driver become psycopg 3 URLs."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
+def is_sql_url(url: str) -> bool:
+    return normalise_url(url).split(":", 1)[0].split("+", 1)[0] in ("sqlite", "postgresql")
+
+
+def redact(url: str) -> str:
+    """The URL with any password masked, for logs and error messages."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return "<unparseable store URL>"
+
+
+def create_store_engine(url: str, *, sqlite_synchronous: str = "FULL") -> Engine:
+    """An engine for ``url`` with the durability settings described in the module doc.
+
+    For a SQLite file the parent folder is created; ``:memory:`` is refused because
+    each connection would see its own empty database.
+    """
+    url = normalise_url(url)
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        database = parsed.database or ""
+        if database in ("", ":memory:") or database.startswith("file::memory:"):
+            raise StoreError(f"{url}: in-memory SQLite cannot be shared; use a file")
+        mode = sqlite_synchronous.upper()
+        if mode not in SQLITE_SYNCHRONOUS_MODES:
+            raise StoreError(
+                f"sqlite synchronous={sqlite_synchronous!r}; use one of {SQLITE_SYNCHRONOUS_MODES}"
+            )
+        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(
+            url,
+            connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
+        )
+        _configure_sqlite(engine, mode)
+        return engine
+    if parsed.get_backend_name() == "postgresql":
+        return create_engine(url, pool_pre_ping=True)
+    raise StoreError(f"unsupported store URL {redact(url)}: use sqlite:///PATH or postgresql://...")
+
+
+def _configure_sqlite(engine: Engine, synchronous: str) -> None:
+    # pysqlite's own transaction handling begins lazily and cannot BEGIN IMMEDIATE;
+    # SQLAlchemy's documented recipe: turn it off and emit BEGIN ourselves.
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA synchronous={synchronous}")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        connection.exec_driver_sql(connection.get_execution_options().get(_BEGIN_OPTION, "BEGIN"))
+
+
+@contextlib.contextmanager
+def write_transaction(engine: Engine) -> Iterator[Connection]:
+    """A transaction that holds the write lock from its first statement (SQLite) —
+    commit on success, roll back on error."""
+    with engine.connect() as connection:
+        if engine.dialect.name == "sqlite":
+            connection = connection.execution_options(**{_BEGIN_OPTION: "BEGIN IMMEDIATE"})
+        with connection.begin():
+            yield connection

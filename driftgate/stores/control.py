@@ -1,0 +1,376 @@
+"""Control state: the durable pause switch of the inference service and its audit log.
+
+One row per model holds the switch; every change appends an event saying who or what
+acted, why, for which monitor and window, and where the evidence is. A change is one
+transaction (switch and event together, or neither), so the log never disagrees with
+the switch. The switch lives in a database, not in the service's memory: a pause
+survives a restart of the service, and the drift-check flow or the CLI can flip it
+from another process (the service re-reads it every few seconds).
+
+Semantics:
+- ``pause`` on a running service flips the switch and records the cause.
+- ``pause`` while already paused keeps the *first* cause (it is what a reviewer must
+  resolve); a different cause is still recorded as an event with ``changed=False``.
+  The same monitor pausing for the same window again records nothing, so re-running a
+  drift check is idempotent.
+- ``resume`` clears the switch; resuming a running service records nothing.
+
+SQLite by default, PostgreSQL by URL (see :mod:`driftgate.stores._sql`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+
+import pandas as pd
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    inspect,
+    select,
+    text,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+
+from driftgate.stores._sql import StoreError, create_store_engine, redact, write_transaction
+
+PAUSE = "pause"
+RESUME = "resume"
+STATE_TABLE = "driftgate_pause_state"
+EVENTS_TABLE = "driftgate_control_events"
+
+_metadata = MetaData()
+state_table = Table(
+    STATE_TABLE,
+    _metadata,
+    Column("model_name", String(256), primary_key=True),
+    Column("paused", Boolean, nullable=False, default=False),
+    Column("reason", Text),
+    Column("actor", String(256)),
+    Column("monitor", String(256)),
+    Column("window_start_us", BigInteger),
+    Column("window_end_us", BigInteger),
+    Column("evidence", Text),  # JSON list of links
+    Column("review_id", String(256)),
+    Column("since_us", BigInteger),
+    Column("event_id", BigInteger),  # the event that set the current state
+)
+events_table = Table(
+    EVENTS_TABLE,
+    _metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True),
+    Column("at_us", BigInteger, nullable=False),
+    Column("model_name", String(256), nullable=False),
+    Column("action", String(16), nullable=False),
+    Column("changed", Boolean, nullable=False),
+    Column("actor", String(256), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("monitor", String(256)),
+    Column("window_start_us", BigInteger),
+    Column("window_end_us", BigInteger),
+    Column("evidence", Text),
+    Column("review_id", String(256)),
+    Index(f"ix_{EVENTS_TABLE}_model", "model_name", "id"),
+)
+
+
+def _us(moment: datetime | str | None) -> int | None:
+    if moment is None:
+        return None
+    stamp = pd.Timestamp(moment)
+    stamp = stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
+    return stamp.value // 1000
+
+
+def _time(us: int | None) -> datetime | None:
+    return None if us is None else datetime.fromtimestamp(us / 1_000_000, UTC)
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment is not None else None
+
+
+@dataclass(frozen=True)
+class PauseState:
+    """Whether inference of a model is paused, and the cause of the current pause.
+
+    Attributes:
+        model_name: The registered model the switch belongs to.
+        paused: True while prediction requests must be refused.
+        reason: Why (for a pause: shown to every refused client).
+        actor: Who or what paused (``monitor:<name>``, ``cli:<user>``, ``http:<addr>``).
+        monitor: The monitor whose breach paused it, if any.
+        window_start: Start of the window that breached, if any.
+        window_end: End of that window.
+        evidence: Links to the evidence (MLflow run, report files).
+        review_id: The review a person must resolve, if one was opened.
+        since: When the switch took its current position.
+    """
+
+    model_name: str
+    paused: bool = False
+    reason: str | None = None
+    actor: str | None = None
+    monitor: str | None = None
+    window_start: datetime | None = None
+    window_end: datetime | None = None
+    evidence: tuple[str, ...] = ()
+    review_id: str | None = None
+    since: datetime | None = None
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data.update(
+            window_start=_iso(self.window_start),
+            window_end=_iso(self.window_end),
+            since=_iso(self.since),
+            evidence=list(self.evidence),
+        )
+        return data
+
+
+@dataclass(frozen=True)
+class ControlEvent:
+    """One entry of the audit log; ``changed`` says whether the switch flipped."""
+
+    id: int
+    at: datetime
+    model_name: str
+    action: str
+    changed: bool
+    actor: str
+    reason: str
+    monitor: str | None = None
+    window_start: datetime | None = None
+    window_end: datetime | None = None
+    evidence: tuple[str, ...] = field(default=())
+    review_id: str | None = None
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data.update(
+            at=_iso(self.at),
+            window_start=_iso(self.window_start),
+            window_end=_iso(self.window_end),
+            evidence=list(self.evidence),
+        )
+        return data
+
+
+@dataclass(frozen=True)
+class SwitchChange:
+    """What a pause or resume call did: the state after it, and the event (if any)."""
+
+    state: PauseState
+    changed: bool
+    event: ControlEvent | None
+
+
+def _evidence(text_value: str | None) -> tuple[str, ...]:
+    return tuple(json.loads(text_value)) if text_value else ()
+
+
+class ControlStore:
+    """The pause switch and audit log in SQLite (default) or PostgreSQL.
+
+    Args:
+        url: ``sqlite:///PATH`` or ``postgresql://USER@HOST/DB``.
+        sqlite_synchronous: ``FULL`` or ``NORMAL``; see :mod:`driftgate.stores._sql`.
+    """
+
+    def __init__(self, url: str, *, sqlite_synchronous: str = "FULL") -> None:
+        self.url = url
+        self.engine = create_store_engine(url, sqlite_synchronous=sqlite_synchronous)
+        try:
+            _metadata.create_all(self.engine, checkfirst=True)
+        except Exception as exc:
+            existing = inspect(self.engine)
+            if not (existing.has_table(STATE_TABLE) and existing.has_table(EVENTS_TABLE)):
+                raise StoreError(f"cannot open control store {redact(url)}: {exc}") from exc
+
+    def __repr__(self) -> str:
+        return f"ControlStore({redact(self.url)!r})"
+
+    # -- reading -----------------------------------------------------------------
+
+    def state(self, model_name: str) -> PauseState:
+        """The switch of ``model_name``; never paused if nothing was ever recorded."""
+        with self.engine.connect() as connection:
+            row = (
+                connection.execute(
+                    select(state_table).where(state_table.c.model_name == model_name)
+                )
+                .mappings()
+                .first()
+            )
+        return self._state(model_name, row)
+
+    def events(self, model_name: str | None = None, limit: int = 100) -> list[ControlEvent]:
+        """The newest ``limit`` audit events (of one model, or all), newest first."""
+        query = select(events_table).order_by(events_table.c.id.desc()).limit(limit)
+        if model_name is not None:
+            query = query.where(events_table.c.model_name == model_name)
+        with self.engine.connect() as connection:
+            rows = connection.execute(query).mappings().all()
+        return [self._event(row) for row in rows]
+
+    def ping(self) -> None:
+        with self.engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # -- writing -----------------------------------------------------------------
+
+    def pause(
+        self,
+        model_name: str,
+        *,
+        reason: str,
+        actor: str,
+        monitor: str | None = None,
+        window_start: datetime | str | None = None,
+        window_end: datetime | str | None = None,
+        evidence: Sequence[str] = (),
+        review_id: str | None = None,
+    ) -> SwitchChange:
+        """Pause inference of ``model_name`` (see the module doc for repeated pauses)."""
+        if not reason.strip():
+            raise ValueError("a pause needs a reason")
+        cause = {
+            "reason": reason,
+            "actor": actor,
+            "monitor": monitor,
+            "window_start_us": _us(window_start),
+            "window_end_us": _us(window_end),
+            "evidence": json.dumps(list(evidence)),
+            "review_id": review_id,
+        }
+        with write_transaction(self.engine) as connection:
+            current = self._locked_row(connection, model_name)
+            if current["paused"]:
+                same_cause = monitor is not None and (
+                    current["monitor"],
+                    current["window_start_us"],
+                    current["window_end_us"],
+                ) == (monitor, cause["window_start_us"], cause["window_end_us"])
+                if same_cause:
+                    return SwitchChange(self._state(model_name, current), False, None)
+                event = self._append_event(connection, model_name, PAUSE, False, cause)
+                return SwitchChange(self._state(model_name, current), False, event)
+            event = self._append_event(connection, model_name, PAUSE, True, cause)
+            updated = {**cause, "paused": True, "since_us": _us(event.at), "event_id": event.id}
+            self._update_row(connection, model_name, updated)
+        return SwitchChange(self._state(model_name, {**current, **updated}), True, event)
+
+    def resume(self, model_name: str, *, reason: str, actor: str) -> SwitchChange:
+        """Resume inference of ``model_name``; a no-op (no event) if it is not paused."""
+        if not reason.strip():
+            raise ValueError("a resume needs a reason")
+        with write_transaction(self.engine) as connection:
+            current = self._locked_row(connection, model_name)
+            if not current["paused"]:
+                return SwitchChange(self._state(model_name, current), False, None)
+            # The event keeps the cause it resolves, so the log reads on its own.
+            cause = {
+                "reason": reason,
+                "actor": actor,
+                "monitor": current["monitor"],
+                "window_start_us": current["window_start_us"],
+                "window_end_us": current["window_end_us"],
+                "evidence": current["evidence"],
+                "review_id": current["review_id"],
+            }
+            event = self._append_event(connection, model_name, RESUME, True, cause)
+            cleared = {
+                "paused": False,
+                "reason": reason,
+                "actor": actor,
+                "monitor": None,
+                "window_start_us": None,
+                "window_end_us": None,
+                "evidence": None,
+                "review_id": None,
+                "since_us": _us(event.at),
+                "event_id": event.id,
+            }
+            self._update_row(connection, model_name, cleared)
+        return SwitchChange(self._state(model_name, {**current, **cleared}), True, event)
+
+    # -- internals ---------------------------------------------------------------
+
+    def _locked_row(self, connection, model_name: str) -> dict:
+        """The model's state row, created if missing, locked until the transaction ends."""
+        dialect = self.engine.dialect.name
+        insert = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(state_table)
+        connection.execute(
+            insert.values(model_name=model_name, paused=False).on_conflict_do_nothing(
+                index_elements=["model_name"]
+            )
+        )
+        # FOR UPDATE on PostgreSQL; SQLite already holds the write lock (BEGIN IMMEDIATE).
+        query = select(state_table).where(state_table.c.model_name == model_name)
+        row = connection.execute(query.with_for_update()).mappings().one()
+        return dict(row)
+
+    @staticmethod
+    def _update_row(connection, model_name: str, values: dict) -> None:
+        connection.execute(
+            state_table.update().where(state_table.c.model_name == model_name).values(**values)
+        )
+
+    def _append_event(
+        self, connection, model_name: str, action: str, changed: bool, cause: dict
+    ) -> ControlEvent:
+        at_us = _us(datetime.now(UTC))
+        values = {"at_us": at_us, "model_name": model_name, "action": action, "changed": changed}
+        values |= cause
+        event_id = connection.execute(events_table.insert().values(**values)).inserted_primary_key[
+            0
+        ]
+        return self._event({"id": event_id, **values})
+
+    @staticmethod
+    def _state(model_name: str, row) -> PauseState:
+        if row is None:
+            return PauseState(model_name=model_name)
+        return PauseState(
+            model_name=model_name,
+            paused=bool(row["paused"]),
+            reason=row["reason"],
+            actor=row["actor"],
+            monitor=row["monitor"],
+            window_start=_time(row["window_start_us"]),
+            window_end=_time(row["window_end_us"]),
+            evidence=_evidence(row["evidence"]),
+            review_id=row["review_id"],
+            since=_time(row["since_us"]),
+        )
+
+    @staticmethod
+    def _event(row) -> ControlEvent:
+        return ControlEvent(
+            id=int(row["id"]),
+            at=_time(row["at_us"]),
+            model_name=row["model_name"],
+            action=row["action"],
+            changed=bool(row["changed"]),
+            actor=row["actor"],
+            reason=row["reason"],
+            monitor=row["monitor"],
+            window_start=_time(row["window_start_us"]),
+            window_end=_time(row["window_end_us"]),
+            evidence=_evidence(row["evidence"]),
+            review_id=row["review_id"],
+        )

@@ -1,0 +1,469 @@
+"""The inference service: ``create_app(config)`` builds the FastAPI application.
+
+Endpoints (see docs/serving.md):
+- ``POST /predict``: validate → predict → commit the samples → answer. 422 names the
+  broken fields; 503 while paused (with the reason and review), without a champion,
+  or when the sample store cannot take the samples (then nothing was acknowledged).
+- ``GET /healthz`` (the process answers), ``GET /readyz`` (a champion is loaded and
+  both stores answer), ``GET /metrics`` (Prometheus text format).
+- ``POST /admin/pause``, ``POST /admin/resume``, ``GET /admin/state``: bearer token
+  from the environment (``DRIFTGATE_ADMIN_TOKEN``); 401 without one, 403 if wrong.
+
+Nothing happens at import or in ``create_app``: stores are opened, the champion is
+loaded and the background threads start in the app's lifespan, before the server
+accepts its first connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import logging
+import os
+import re
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+import numpy as np
+from fastapi import Depends, FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictFloat, StrictInt
+
+from driftgate.config import ProjectConfig
+from driftgate.stores.control import ControlStore
+from driftgate.stores.samples import Sample, SqlSampleStore
+from serving.champion import ChampionWatcher, LoadedModel
+from serving.metrics import MetricsMiddleware, ServiceMetrics
+from serving.pause import PauseSwitchView
+from serving.settings import ServingSettings
+from serving.validation import build_checker
+from serving.writer import GroupCommitWriter, WriterClosed, WriterOverloaded
+
+log = logging.getLogger(__name__)
+
+REQUEST_ID_HEADER = "X-Request-ID"
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
+# Above this many records, scoring moves off the event loop so it cannot stall it.
+_INLINE_RECORDS = 64
+# An acknowledgement waits at most this long for its commit before answering 503.
+_COMMIT_TIMEOUT_SECONDS = 30.0
+
+FeatureValue = StrictFloat | StrictInt | None
+
+
+class PredictRequest(BaseModel):
+    """``{"records": [{feature: number, ...}, ...], "timestamp": optional}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    records: list[dict[str, FeatureValue]] = Field(min_length=1)
+    timestamp: AwareDatetime | None = Field(
+        None, description="event time of the records (only if the service accepts it)"
+    )
+
+
+class PredictResponse(BaseModel):
+    request_id: str
+    model_name: str
+    model_version: str
+    probabilities: list[float]
+    classes: list[int]
+
+
+class PauseRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str = Field(min_length=1, max_length=5000)
+    by: str | None = Field(None, max_length=256, description="who; default http:<client>")
+    monitor: str | None = Field(None, max_length=256)
+    window_start: datetime | None = None
+    window_end: datetime | None = None
+    evidence: list[str] = Field(default_factory=list)
+    review_id: str | None = Field(None, max_length=256)
+
+
+class ResumeRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str = Field(min_length=1, max_length=5000)
+    by: str | None = Field(None, max_length=256)
+
+
+@dataclass
+class ServiceState:
+    """Everything the lifespan opens; handlers read it from ``app.state.service``."""
+
+    settings: ServingSettings
+    model_name: str
+    metrics: ServiceMetrics
+    samples: SqlSampleStore
+    control: ControlStore
+    champion: ChampionWatcher
+    pause: PauseSwitchView
+    writer: GroupCommitWriter
+    admin_token: str | None
+
+
+def _service(request: Request) -> ServiceState:
+    return request.app.state.service
+
+
+# Module level: with postponed annotations FastAPI resolves these names in the module.
+Service = Annotated[ServiceState, Depends(_service)]
+
+
+def _error(status: int, detail: str, request_id: str | None = None, **extra: Any) -> JSONResponse:
+    body = {"detail": detail, **extra}
+    headers = {REQUEST_ID_HEADER: request_id} if request_id else None
+    if request_id:
+        body["request_id"] = request_id
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _request_id(request: Request) -> str:
+    given = request.headers.get(REQUEST_ID_HEADER)
+    return given if given and _REQUEST_ID.match(given) else uuid.uuid4().hex
+
+
+def _field_of(location: tuple) -> tuple[int | None, str]:
+    """``("body", "records", 3, "temperature")`` -> ``(3, "temperature")``."""
+    parts = [p for p in location if p != "body"]
+    if len(parts) >= 2 and parts[0] == "records" and isinstance(parts[1], int):
+        # Further parts name the union member that failed ("temperature.float"): drop them.
+        return parts[1], str(parts[2]) if len(parts) > 2 else "records"
+    return None, ".".join(str(p) for p in parts) or "body"
+
+
+def create_app(config: ProjectConfig, settings: ServingSettings | None = None) -> FastAPI:
+    """The service for ``config.model.name`` with ``settings`` (default: the config's
+    ``serving`` section, else defaults). The admin token is read from the environment
+    variable ``settings.admin_token_env`` when the app starts."""
+    settings = settings or getattr(config, "serving", None) or ServingSettings()
+    model_name = config.model.name
+    home = config.home_dir
+    contract_path = config.resolve(settings.contract) if settings.contract else config.data.contract
+    metrics = ServiceMetrics()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI):
+        state = await run_in_threadpool(
+            _open_service, config, settings, model_name, home, contract_path, metrics
+        )
+        app.state.service = state
+        try:
+            yield
+        finally:
+            await run_in_threadpool(_close_service, state)
+
+    app = FastAPI(
+        title="driftgate inference",
+        summary=f"Serves models:/{model_name}@champion and logs every sample.",
+        lifespan=lifespan,
+    )
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        reasons: dict[tuple, list[str]] = {}
+        for error in exc.errors():
+            reasons.setdefault(_field_of(tuple(error.get("loc", ()))), []).append(error["msg"])
+        errors = [
+            {"record": record, "field": field, "reason": "; ".join(dict.fromkeys(messages))}
+            for (record, field), messages in reasons.items()
+        ]
+        if request.url.path == "/predict":
+            metrics.invalid_records.inc()
+        return _error(422, "invalid request", _request_id(request), errors=errors)
+
+    @app.post("/predict", response_model=PredictResponse)
+    async def predict(body: PredictRequest, request: Request, svc: Service):
+        request_id = _request_id(request)
+        pause = svc.pause.current()
+        if pause.paused:
+            metrics.paused_requests.inc()
+            return _error(503, "inference paused", request_id, paused=True, **_pause_fields(pause))
+        model = svc.champion.current
+        if model is None:
+            return _error(503, svc.champion.last_error or "no champion loaded", request_id)
+        if len(body.records) > settings.max_records_per_request:
+            return _error(
+                422,
+                f"{len(body.records)} records; at most {settings.max_records_per_request}",
+                request_id,
+                errors=[{"record": None, "field": "records", "reason": "too many records"}],
+            )
+        if body.timestamp is not None and not settings.accept_client_timestamps:
+            return _error(
+                422,
+                "client timestamps are not accepted by this service",
+                request_id,
+                errors=[{"record": None, "field": "timestamp", "reason": "not accepted"}],
+            )
+        errors = [
+            {"record": i, "field": e.field, "reason": e.reason, "rule": e.rule}
+            for i, record in enumerate(body.records)
+            for e in model.checker.validate(record)
+        ]
+        if errors:
+            metrics.invalid_records.inc(len({e["record"] for e in errors}))
+            return _error(422, "request breaks the input contract", request_id, errors=errors)
+
+        matrix = np.array(
+            [[record[f] for f in model.features] for record in body.records], dtype=np.float32
+        )
+        if len(body.records) > _INLINE_RECORDS:
+            probabilities = await run_in_threadpool(model.predict, matrix)
+        else:
+            probabilities = model.predict(matrix)
+        if probabilities.shape != (len(body.records),) or not np.isfinite(probabilities).all():
+            log.error(
+                "model v%s returned unusable output for request %s", model.version, request_id
+            )
+            return _error(500, "the model returned a non-finite or misshapen output", request_id)
+        classes = (probabilities >= settings.decision_threshold).astype(int)
+
+        received = datetime.now(UTC)
+        samples = _samples(model, body, request_id, received, probabilities, classes)
+        try:
+            committed = svc.writer.submit(samples)
+        except (WriterOverloaded, WriterClosed) as exc:
+            return _error(503, f"not accepting samples: {exc}", request_id)
+        try:
+            await asyncio.wait_for(asyncio.wrap_future(committed), _COMMIT_TIMEOUT_SECONDS)
+        except Exception as exc:  # store down, timeout: the request is not acknowledged
+            return _error(503, f"sample store unavailable; request not recorded: {exc}", request_id)
+        metrics.records.inc(len(samples))
+        return JSONResponse(
+            {
+                "request_id": request_id,
+                "model_name": model.name,
+                "model_version": model.version,
+                "probabilities": probabilities.tolist(),
+                "classes": classes.tolist(),
+            },
+            headers={REQUEST_ID_HEADER: request_id},
+        )
+
+    @app.get("/healthz")
+    async def healthz() -> dict:
+        return {"status": "ok"}
+
+    @app.get("/readyz")
+    async def readyz(svc: Service):
+        problems = await run_in_threadpool(_readiness_problems, svc)
+        model = svc.champion.current
+        body = {
+            "ready": not problems,
+            "model_name": svc.model_name,
+            "model_version": model.version if model else None,
+            "paused": svc.pause.current().paused,
+            "problems": problems,
+        }
+        return JSONResponse(body, status_code=200 if not problems else 503)
+
+    @app.get("/metrics")
+    async def metrics_endpoint() -> Response:
+        return Response(metrics.render(), media_type=metrics.content_type)
+
+    def require_admin(request: Request, svc: Service) -> None:
+        header = request.headers.get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise _AuthError(401, "admin endpoints need 'Authorization: Bearer <token>'")
+        expected = svc.admin_token
+        # compare_digest: the comparison time does not reveal how much of a guess matched.
+        if not expected or not hmac.compare_digest(token.strip().encode(), expected.encode()):
+            raise _AuthError(403, "admin token refused")
+
+    @app.exception_handler(_AuthError)
+    async def _auth_failed(request: Request, exc: _AuthError) -> JSONResponse:
+        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+        return JSONResponse({"detail": exc.detail}, status_code=exc.status, headers=headers)
+
+    Admin = Depends(require_admin)
+
+    @app.post("/admin/pause", dependencies=[Admin])
+    async def admin_pause(body: PauseRequest, request: Request, svc: Service) -> dict:
+        change = await run_in_threadpool(
+            lambda: svc.control.pause(
+                svc.model_name,
+                reason=body.reason,
+                actor=body.by or _client_actor(request),
+                monitor=body.monitor,
+                window_start=body.window_start,
+                window_end=body.window_end,
+                evidence=body.evidence,
+                review_id=body.review_id,
+            )
+        )
+        svc.pause.set(change.state)
+        return _change_body(change)
+
+    @app.post("/admin/resume", dependencies=[Admin])
+    async def admin_resume(body: ResumeRequest, request: Request, svc: Service) -> dict:
+        change = await run_in_threadpool(
+            lambda: svc.control.resume(
+                svc.model_name, reason=body.reason, actor=body.by or _client_actor(request)
+            )
+        )
+        svc.pause.set(change.state)
+        return _change_body(change)
+
+    @app.get("/admin/state", dependencies=[Admin])
+    async def admin_state(svc: Service, limit: int = 20) -> dict:
+        state = await run_in_threadpool(svc.pause.refresh)
+        events = await run_in_threadpool(
+            svc.control.events, svc.model_name, max(1, min(limit, 500))
+        )
+        return {"state": state.to_dict(), "events": [e.to_dict() for e in events]}
+
+    return app
+
+
+class _AuthError(Exception):
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+
+
+def _client_actor(request: Request) -> str:
+    return f"http:{request.client.host if request.client else 'unknown'}"
+
+
+def _pause_fields(pause) -> dict:
+    data = pause.to_dict()
+    return {
+        key: data[key]
+        for key in (
+            "reason", "review_id", "monitor", "window_start", "window_end", "evidence",
+            "actor", "since",
+        )
+    }  # fmt: skip
+
+
+def _change_body(change) -> dict:
+    return {
+        "changed": change.changed,
+        "state": change.state.to_dict(),
+        "event": change.event.to_dict() if change.event else None,
+    }
+
+
+def _samples(
+    model: LoadedModel,
+    body: PredictRequest,
+    request_id: str,
+    received: datetime,
+    probabilities: np.ndarray,
+    classes: np.ndarray,
+) -> list[Sample]:
+    timestamp = body.timestamp or received
+    return [
+        Sample(
+            timestamp=timestamp,
+            received_at=received,
+            request_id=request_id,
+            record_index=i,
+            model_name=model.name,
+            model_version=model.version,
+            features=record,
+            prediction=float(probabilities[i]),
+            predicted_class=int(classes[i]),
+        )
+        for i, record in enumerate(body.records)
+    ]
+
+
+def _readiness_problems(svc: ServiceState) -> list[str]:
+    problems = []
+    if svc.champion.current is None:
+        problems.append(svc.champion.last_error or "no champion loaded")
+    if not svc.writer.alive:
+        problems.append("the sample writer is not running")
+    for name, store in (("sample store", svc.samples), ("control store", svc.control)):
+        try:
+            store.ping()
+        except Exception as exc:
+            problems.append(f"{name} unreachable: {exc}")
+    if svc.pause.last_error:
+        problems.append(svc.pause.last_error)
+    return problems
+
+
+def _open_service(
+    config: ProjectConfig,
+    settings: ServingSettings,
+    model_name: str,
+    home,
+    contract_path,
+    metrics: ServiceMetrics,
+) -> ServiceState:
+    """Open the stores, read the switch, load the champion, start the threads."""
+    samples = SqlSampleStore(
+        settings.sample_store(home), sqlite_synchronous=settings.sqlite_synchronous
+    )
+    control = ControlStore(
+        settings.control_store(home), sqlite_synchronous=settings.sqlite_synchronous
+    )
+
+    def on_pause_change(state) -> None:
+        metrics.paused.set(1 if state.paused else 0)
+        if state.paused:
+            metrics.pauses.inc()
+
+    pause = PauseSwitchView(control, model_name, settings.pause_poll_seconds, on_pause_change)
+    pause.start()  # before the first request: a stored pause holds from the start
+
+    def on_reload(outcome: str, version: str) -> None:
+        metrics.model_reloads.labels(outcome).inc()
+        if outcome == "loaded" and version.isdigit():
+            metrics.model_version.set(int(version))
+
+    champion = ChampionWatcher(
+        config.tracking,
+        model_name,
+        make_checker=lambda features: build_checker(features, contract_path),
+        poll_seconds=settings.model_poll_seconds,
+        on_reload=on_reload,
+    )
+    champion.refresh()
+    champion.start()
+
+    writer = GroupCommitWriter(
+        samples.append,
+        max_batch_samples=settings.batch_max_samples,
+        max_wait_seconds=settings.batch_max_wait_ms / 1000,
+        max_pending_requests=settings.max_pending_requests,
+        on_commit=metrics.record_commit,
+        on_error=lambda exc: metrics.sample_write_errors.inc(),
+    )
+    writer.start()
+    token = os.environ.get(settings.admin_token_env) or None
+    if token is None:
+        log.warning("%s is not set: admin endpoints refuse every request", settings.admin_token_env)
+    return ServiceState(
+        settings=settings,
+        model_name=model_name,
+        metrics=metrics,
+        samples=samples,
+        control=control,
+        champion=champion,
+        pause=pause,
+        writer=writer,
+        admin_token=token,
+    )
+
+
+def _close_service(state: ServiceState) -> None:
+    """Stop polling, commit every queued sample, close the stores."""
+    state.champion.stop()
+    state.pause.stop()
+    state.writer.close()
+    state.samples.close()
+    state.control.close()

@@ -1,0 +1,152 @@
+"""The served model: ``models:/NAME@champion``, reloaded when the alias moves.
+
+A background thread re-reads the alias every ``poll_seconds``. When it points at a
+new version, that version is loaded, warmed up and checked *beside* the current one;
+only then is the reference swapped (one attribute assignment, atomic under the GIL),
+so a request always sees one whole model: its version, feature order, validator and
+weights together. A version that fails to load leaves the current one serving.
+
+The alias is resolved to a version first and that exact version is loaded
+(``models:/NAME/VERSION``): loading ``@champion`` directly could pick up a newer
+version than the one reported if the alias moved in between.
+
+Only :mod:`driftgate.registry` talks to MLflow; this module never moves an alias.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from driftgate import registry
+from driftgate.config import TrackingSettings
+from serving.validation import RecordChecker
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """One registered version, ready to score."""
+
+    name: str
+    version: str
+    features: tuple[str, ...]
+    pyfunc: Any
+    checker: RecordChecker
+    loaded_at: float = field(default_factory=time.time)
+
+    def predict(self, matrix: np.ndarray) -> np.ndarray:
+        """P(class 1) per row of a float32 matrix in :attr:`features` order."""
+        return np.asarray(self.pyfunc.predict(matrix), dtype=np.float64).reshape(-1)
+
+
+def load_version(
+    tracking: TrackingSettings,
+    model_name: str,
+    version: str,
+    make_checker: Callable[[list[str]], RecordChecker],
+) -> LoadedModel:
+    """Load ``version`` through the registry adapter and score one row to warm it up."""
+    features = registry.version_features(tracking, model_name, version)
+    pyfunc = registry.load_pyfunc(tracking, f"models:/{model_name}/{version}")
+    model = LoadedModel(model_name, str(version), tuple(features), pyfunc, make_checker(features))
+    warm = model.predict(np.zeros((1, len(features)), dtype=np.float32))
+    if warm.shape != (1,):
+        raise registry.RegistryError(
+            f"{model_name} v{version} returned shape {warm.shape} for one row; expected (1,)"
+        )
+    return model
+
+
+class ChampionWatcher:
+    """Holds the current champion and follows the alias.
+
+    Args:
+        tracking: Where the registry is.
+        model_name: Registered model name.
+        make_checker: Builds the request validator for a version's features.
+        poll_seconds: How often the alias is re-read.
+        on_reload: Called with ``(outcome, version)`` after each load attempt
+            (``"loaded"`` or ``"failed"``), e.g. for metrics.
+    """
+
+    def __init__(
+        self,
+        tracking: TrackingSettings,
+        model_name: str,
+        make_checker: Callable[[list[str]], RecordChecker],
+        poll_seconds: float,
+        on_reload: Callable[[str, str], None] | None = None,
+    ) -> None:
+        self.tracking = tracking
+        self.model_name = model_name
+        self.make_checker = make_checker
+        self.poll_seconds = poll_seconds
+        self.on_reload = on_reload or (lambda outcome, version: None)
+        self.current: LoadedModel | None = None
+        self.last_error: str | None = None
+        self._failed_version: str | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def refresh(self) -> bool:
+        """Re-read the alias and load a new champion if it moved; True if swapped."""
+        try:
+            version = registry.alias_version(
+                self.tracking, self.model_name, registry.CHAMPION_ALIAS
+            )
+        except Exception as exc:
+            self.last_error = f"cannot read the champion alias: {exc}"
+            log.warning("%s", self.last_error)
+            return False
+        if version is None:
+            self.last_error = f"model '{self.model_name}' has no '{registry.CHAMPION_ALIAS}' alias"
+            if self.current is not None:
+                log.warning("%s; still serving v%s", self.last_error, self.current.version)
+            return False
+        if self.current is not None and self.current.version == version:
+            self.last_error = None
+            return False
+        if version == self._failed_version:
+            return False  # do not reload a broken version every poll; wait for a new one
+        try:
+            model = load_version(self.tracking, self.model_name, version, self.make_checker)
+        except Exception as exc:
+            self._failed_version = version
+            self.last_error = f"cannot load {self.model_name} v{version}: {exc}"
+            log.error("%s", self.last_error)
+            self.on_reload("failed", version)
+            return False
+        previous = self.current
+        self.current = model  # the swap: one reference assignment
+        self._failed_version = None
+        self.last_error = None
+        log.info(
+            "serving %s v%s (was %s)",
+            self.model_name,
+            version,
+            f"v{previous.version}" if previous else "none",
+        )
+        self.on_reload("loaded", version)
+        return True
+
+    def start(self) -> None:
+        """Poll in a daemon thread until :meth:`stop`."""
+        self._thread = threading.Thread(target=self._run, name="champion-watcher", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.poll_seconds):
+            self.refresh()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)

@@ -1,0 +1,120 @@
+"""Prometheus metrics of the service, in a registry of its own.
+
+A registry per app (not the process-global default) keeps two apps in one process —
+tests, or a future multi-model server — from sharing or clashing on metric names.
+"""
+
+from __future__ import annotations
+
+import time
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+# Paths the metrics label by name; anything else is "other" (bounded label values).
+KNOWN_PATHS = frozenset(
+    {"/predict", "/healthz", "/readyz", "/metrics", "/admin/pause", "/admin/resume", "/admin/state"}
+)
+LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096)
+
+
+class ServiceMetrics:
+    """Every metric the service exposes on ``/metrics``."""
+
+    content_type = CONTENT_TYPE_LATEST
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.requests = Counter(
+            "driftgate_http_requests", "HTTP requests by path and status code.",
+            ["path", "status"], registry=r,
+        )  # fmt: skip
+        self.latency = Histogram(
+            "driftgate_http_request_duration_seconds", "HTTP request latency by path.",
+            ["path"], buckets=LATENCY_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.records = Counter(
+            "driftgate_predicted_records", "Records scored and acknowledged.", registry=r
+        )
+        self.invalid_records = Counter(
+            "driftgate_invalid_records", "Records refused by validation (422).", registry=r
+        )
+        self.paused = Gauge(
+            "driftgate_inference_paused", "1 while inference is paused.", registry=r
+        )
+        self.paused_requests = Counter(
+            "driftgate_paused_requests", "Prediction requests refused because of a pause.",
+            registry=r,
+        )  # fmt: skip
+        self.pauses = Counter(
+            "driftgate_pauses", "Pauses observed by this process (switch flipped on).",
+            registry=r,
+        )  # fmt: skip
+        self.samples_written = Counter(
+            "driftgate_samples_written", "Samples durably committed to the sample store.",
+            registry=r,
+        )  # fmt: skip
+        self.sample_write_errors = Counter(
+            "driftgate_sample_write_errors", "Failed sample commits (batches).", registry=r
+        )
+        self.batch_requests = Histogram(
+            "driftgate_sample_batch_requests", "Requests per group commit.",
+            buckets=BATCH_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.batch_samples = Histogram(
+            "driftgate_sample_batch_samples", "Samples per group commit.",
+            buckets=BATCH_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.commit_seconds = Histogram(
+            "driftgate_sample_commit_seconds", "Duration of one group commit.",
+            buckets=LATENCY_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.model_reloads = Counter(
+            "driftgate_model_reloads", "Champion load attempts by outcome.", ["outcome"],
+            registry=r,
+        )  # fmt: skip
+        self.model_version = Gauge(
+            "driftgate_model_version", "Version of the champion being served.", registry=r
+        )
+
+    def record_commit(self, requests: int, samples: int, seconds: float) -> None:
+        self.samples_written.inc(samples)
+        self.batch_requests.observe(requests)
+        self.batch_samples.observe(samples)
+        self.commit_seconds.observe(seconds)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class MetricsMiddleware:
+    """Pure ASGI middleware: count every HTTP response and time it.
+
+    Pure ASGI rather than Starlette's ``BaseHTTPMiddleware``, which adds a task and a
+    stream per request on the hot path.
+    """
+
+    def __init__(self, app, metrics: ServiceMetrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope["path"] if scope["path"] in KNOWN_PATHS else "other"
+        started = time.perf_counter()
+        status = {"code": 500}
+
+        async def send_and_capture(message) -> None:
+            if message["type"] == "http.response.start":
+                status["code"] = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_and_capture)
+        finally:
+            self.metrics.requests.labels(path, str(status["code"])).inc()
+            self.metrics.latency.labels(path).observe(time.perf_counter() - started)

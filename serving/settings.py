@@ -1,0 +1,73 @@
+"""Settings of the inference service: the ``serving:`` section of ``driftgate.yaml``.
+
+Every field has a default, so a project without the section serves with local SQLite
+stores under its ``home``. Store URLs may name PostgreSQL
+(``postgresql://user@host/db``); both stores may share one database.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ADMIN_TOKEN_ENV = "DRIFTGATE_ADMIN_TOKEN"
+
+
+class ServingSettings(BaseModel):
+    """How the service is bound, where it writes, how it batches and how often it polls."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    host: str = Field("127.0.0.1", description="bind address; loopback unless told otherwise")
+    port: int = Field(8080, ge=0, le=65535)
+    sample_store_url: str | None = Field(None, description="default: sqlite:///<home>/samples.db")
+    control_store_url: str | None = Field(
+        None, description="pause switch and audit log; default: sqlite:///<home>/control.db"
+    )
+    sqlite_synchronous: Literal["FULL", "NORMAL"] = Field(
+        "FULL",
+        description="FULL: a commit survives power loss; NORMAL: only a killed process",
+    )
+    contract: str | None = Field(
+        None, description="contract for per-record validation; default: the project's data.contract"
+    )
+    model_poll_seconds: float = Field(
+        10.0, gt=0, description="how often the champion alias is re-read"
+    )
+    pause_poll_seconds: float = Field(
+        1.0,
+        ge=0,
+        description="how often the pause switch is re-read; 0: on every request",
+    )
+    batch_max_samples: int = Field(
+        512, ge=1, description="group commit: most samples in one transaction"
+    )
+    batch_max_wait_ms: float = Field(
+        1.0,
+        ge=0,
+        description="group commit: how long a batch waits for more requests once it has one",
+    )
+    max_pending_requests: int = Field(
+        10_000, ge=1, description="requests waiting for a commit before new ones get 503"
+    )
+    max_records_per_request: int = Field(1_000, ge=1)
+    decision_threshold: float = Field(
+        0.5, gt=0.0, lt=1.0, description="class 1 when P(class 1) >= this"
+    )
+    accept_client_timestamps: bool = Field(
+        False,
+        description="accept a request-level `timestamp` (event time, e.g. for replays)",
+    )
+    admin_token_env: str = Field(
+        ADMIN_TOKEN_ENV, description="environment variable holding the admin bearer token"
+    )
+
+    def sample_store(self, home: Path) -> str:
+        """The sample store URL, defaulting to a SQLite file under ``home``."""
+        return self.sample_store_url or f"sqlite:///{Path(home) / 'samples.db'}"
+
+    def control_store(self, home: Path) -> str:
+        """The control store URL, defaulting to a SQLite file under ``home``."""
+        return self.control_store_url or f"sqlite:///{Path(home) / 'control.db'}"

@@ -1,0 +1,97 @@
+"""Per-record validation of prediction requests, behind one small interface.
+
+The service asks a :class:`RecordChecker` for the broken fields of each record. The
+contract's :class:`data_contracts.RecordValidator` is used when the project has a
+contract; the model's own needs (every feature present, a finite number) are checked
+in any case, because a contract may tolerate what the model cannot score, and a
+model may be served without a contract.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple, Protocol
+
+
+class FieldError(NamedTuple):
+    """One broken field of one record: what the 422 response lists."""
+
+    field: str
+    reason: str
+    rule: str = ""
+
+
+class RecordChecker(Protocol):
+    """Anything that lists the broken fields of a record ([] when it is valid)."""
+
+    def validate(self, record: Mapping[str, Any]) -> Sequence[FieldError]: ...
+
+
+class FeatureChecker:
+    """The model's needs: each feature present and a finite number (not a bool).
+
+    Args:
+        features: The model version's features.
+        allow_extra: Accept fields the model does not use (they are stored with the
+            sample). Without a contract, extras are refused: a typo such as
+            ``temprature`` must not pass silently while ``temperature`` is missing.
+    """
+
+    def __init__(self, features: Sequence[str], allow_extra: bool = False) -> None:
+        self.features = tuple(features)
+        self._known = frozenset(features)
+        self.allow_extra = allow_extra
+
+    def validate(self, record: Mapping[str, Any]) -> list[FieldError]:
+        errors = []
+        for name in self.features:
+            if name not in record:
+                errors.append(FieldError(name, "missing: required by the model", "model.feature"))
+                continue
+            value = record[name]
+            if value is None:
+                errors.append(FieldError(name, "null not allowed", "model.feature"))
+            elif isinstance(value, bool) or not isinstance(value, int | float):
+                errors.append(
+                    FieldError(
+                        name, f"expected a number, got {type(value).__name__}", "model.feature"
+                    )
+                )
+            elif not math.isfinite(value):
+                errors.append(FieldError(name, f"non-finite value {value!r}", "model.feature"))
+        if not self.allow_extra:
+            errors.extend(
+                FieldError(str(name), "not a feature of the model", "model.extra_field")
+                for name in sorted(record.keys() - self._known, key=str)
+            )
+        return errors
+
+
+class ContractChecker:
+    """The contract's record rules, then the model's, one reason per field."""
+
+    def __init__(self, contract_validator: Any, model_checker: FeatureChecker) -> None:
+        self.contract_validator = contract_validator
+        self.model_checker = model_checker
+
+    def validate(self, record: Mapping[str, Any]) -> list[FieldError]:
+        errors = [
+            FieldError(e.field, e.reason, e.rule) for e in self.contract_validator.validate(record)
+        ]
+        reported = {e.field for e in errors}
+        errors.extend(e for e in self.model_checker.validate(record) if e.field not in reported)
+        return errors
+
+
+def build_checker(features: Sequence[str], contract_path: str | Path | None) -> RecordChecker:
+    """The checker for a model version: contract plus model rules, or model rules only."""
+    if contract_path is None:
+        return FeatureChecker(features, allow_extra=False)
+    from data_contracts import Contract, RecordValidator
+
+    contract = Contract.load(contract_path)
+    return ContractChecker(
+        RecordValidator.from_contract(contract), FeatureChecker(features, allow_extra=True)
+    )

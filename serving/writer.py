@@ -1,0 +1,165 @@
+"""Group commit of samples: many requests, one transaction, no acknowledged loss.
+
+Each request hands its samples to :meth:`GroupCommitWriter.submit` and waits on the
+returned future before answering. One writer thread takes every request queued so
+far (up to ``max_batch_samples``, waiting at most ``max_wait_seconds`` for more once it
+has one), appends them in a single transaction and only then resolves their futures.
+So a response is sent only after its samples are committed: a process killed at any
+moment loses only requests that were never answered. The cost of a durable commit
+(an fsync) is shared by the whole batch, which is what makes ``synchronous=FULL``
+affordable.
+
+A failed commit fails every request of its batch (they are answered 503 and were not
+stored); the writer goes on with the next batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+
+from driftgate.stores.samples import Sample
+
+log = logging.getLogger(__name__)
+
+
+class WriterOverloaded(RuntimeError):
+    """Too many requests are waiting for a commit; the caller should shed load."""
+
+
+class WriterClosed(RuntimeError):
+    """The writer is shutting down and accepts no more samples."""
+
+
+@dataclass
+class _Pending:
+    samples: Sequence[Sample]
+    future: Future
+
+
+_STOP = object()
+
+
+class GroupCommitWriter:
+    """One thread that commits queued samples in batches.
+
+    Args:
+        append: Stores a batch durably, all or nothing (e.g. ``SqlSampleStore.append``).
+        max_batch_samples: Most samples per transaction (a request is never split).
+        max_wait_seconds: Once a batch has a request, how long to wait for more.
+        max_pending_requests: Bound of the queue; beyond it :meth:`submit` refuses.
+        on_commit: Called with ``(requests, samples, seconds)`` after each commit.
+        on_error: Called with the exception after each failed commit.
+    """
+
+    def __init__(
+        self,
+        append: Callable[[list[Sample]], int],
+        *,
+        max_batch_samples: int = 512,
+        max_wait_seconds: float = 0.001,
+        max_pending_requests: int = 10_000,
+        on_commit: Callable[[int, int, float], None] | None = None,
+        on_error: Callable[[BaseException], None] | None = None,
+    ) -> None:
+        self._append = append
+        self.max_batch_samples = max_batch_samples
+        self.max_wait_seconds = max_wait_seconds
+        self._queue: queue.Queue = queue.Queue(maxsize=max_pending_requests)
+        self._on_commit = on_commit or (lambda requests, samples, seconds: None)
+        self._on_error = on_error or (lambda exc: None)
+        self._closed = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="sample-writer", daemon=True)
+        self._started = False
+
+    def start(self) -> None:
+        self._thread.start()
+        self._started = True
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def pending(self) -> int:
+        return self._queue.qsize()
+
+    def submit(self, samples: Sequence[Sample]) -> Future:
+        """Queue ``samples``; the future resolves (to the batch size) once they are durable."""
+        if self._closed.is_set() or not self._started:
+            raise WriterClosed("the sample writer is not running")
+        future: Future = Future()
+        try:
+            self._queue.put_nowait(_Pending(samples, future))
+        except queue.Full:
+            raise WriterOverloaded(
+                f"{self._queue.maxsize} requests already wait for the sample store"
+            ) from None
+        return future
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Refuse new samples, commit everything already queued, stop the thread."""
+        if self._closed.is_set():
+            return
+        self._closed.set()
+        if self._started:
+            self._queue.put(_STOP)  # behind every queued request: they are committed first
+            self._thread.join(timeout=timeout)
+        # A submit racing with close may have queued behind the stop marker: fail it
+        # rather than leave its request waiting forever (it was not acknowledged).
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is not _STOP:
+                item.future.set_exception(WriterClosed("the sample writer stopped"))
+
+    def _next_batch(self) -> tuple[list[_Pending], bool]:
+        first = self._queue.get()
+        if first is _STOP:
+            return [], True
+        batch, size = [first], len(first.samples)
+        deadline = time.monotonic() + self.max_wait_seconds
+        while size < self.max_batch_samples:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                try:
+                    item = self._queue.get(timeout=remaining)
+                except queue.Empty:
+                    break
+            if item is _STOP:
+                return batch, True
+            batch.append(item)
+            size += len(item.samples)
+        return batch, False
+
+    def _run(self) -> None:
+        stopping = False
+        while not stopping:
+            batch, stopping = self._next_batch()
+            if batch:
+                self._commit(batch)
+
+    def _commit(self, batch: list[_Pending]) -> None:
+        samples = [sample for pending in batch for sample in pending.samples]
+        started = time.perf_counter()
+        try:
+            self._append(samples)
+        except BaseException as exc:
+            log.error("sample commit of %d samples failed: %s", len(samples), exc)
+            self._on_error(exc)
+            for pending in batch:
+                pending.future.set_exception(exc)
+            return
+        self._on_commit(len(batch), len(samples), time.perf_counter() - started)
+        for pending in batch:
+            pending.future.set_result(len(samples))
