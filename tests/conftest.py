@@ -15,15 +15,15 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _no_ambient_tracking_server():
-    """Tests use their own stores; never a server named by the caller's environment."""
-    import os
+@pytest.fixture(autouse=True)
+def _no_ambient_tracking_server(monkeypatch):
+    """Tests use their own stores, never a server named by the environment.
 
-    saved = os.environ.pop("MLFLOW_TRACKING_URI", None)
-    yield
-    if saved is not None:
-        os.environ["MLFLOW_TRACKING_URI"] = saved
+    ``mlflow.set_tracking_uri`` also exports ``MLFLOW_TRACKING_URI``, so without this a
+    test that talked to a (since stopped) server would leak it into every config
+    loaded after it.
+    """
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
 
 
 @pytest.fixture(scope="session")
@@ -34,7 +34,15 @@ def project_dir(tmp_path_factory) -> Path:
     (root / "gates").mkdir()
     shutil.copy(REPO_ROOT / "gates" / "gates.yaml", root / "gates" / "gates.yaml")
     text = (REPO_ROOT / "driftgate.yaml").read_text()
-    (root / "driftgate.yaml").write_text(text.replace("home: .driftgate", "home: state"))
+    # The store is pinned so that no MLFLOW_TRACKING_URI in the environment can redirect it.
+    text = text.replace("home: .driftgate", "home: state")
+    text = text.replace("  uri: null", f"  uri: sqlite:///{root / 'state' / 'mlflow.db'}")
+    text = text.replace(
+        "  artifact_location: null",
+        f"  artifact_location: {(root / 'state' / 'mlartifacts').as_uri()}",
+    )
+    assert "uri: null" not in text and "artifact_location: null" not in text
+    (root / "driftgate.yaml").write_text(text)
     return root
 
 
