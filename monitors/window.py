@@ -176,13 +176,21 @@ def iter_chunks(current: pd.DataFrame | Iterable[pd.DataFrame]) -> Iterator[pd.D
     if isinstance(current, pd.DataFrame):
         yield current
         return
-    for chunk in current:
+    iterator = iter(current)
+    while True:
+        try:
+            chunk = next(iterator)
+        except StopIteration:
+            return
         if not isinstance(chunk, pd.DataFrame):
             raise TypeError(
                 f"current must be a DataFrame or an iterable of DataFrames, "
                 f"got a chunk of type {type(chunk).__name__}"
             )
         yield chunk
+        # Drop our reference before the producer builds the next chunk, so that only
+        # one chunk is alive at a time.
+        del chunk
 
 
 def summarise_window(
@@ -214,4 +222,5 @@ def summarise_window(
             window.features[name].add(reference, chunk[name])
         window.rows += len(chunk)
         window.chunks += 1
+        del chunk  # see iter_chunks: one chunk alive at a time
     return window
