@@ -109,7 +109,8 @@ class ServiceState:
     admin_token: str | None
 
 
-def _service(request: Request) -> ServiceState:
+async def _service(request: Request) -> ServiceState:
+    # async: a plain def dependency would run in the thread pool on every request.
     return request.app.state.service
 
 
@@ -270,7 +271,7 @@ def create_app(config: ProjectConfig, settings: ServingSettings | None = None) -
     async def metrics_endpoint() -> Response:
         return Response(metrics.render(), media_type=metrics.content_type)
 
-    def require_admin(request: Request, svc: Service) -> None:
+    async def require_admin(request: Request, svc: Service) -> None:
         header = request.headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
