@@ -1,0 +1,102 @@
+"""The durable pause switch and its audit log on SQLite and real PostgreSQL."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime
+
+import pytest
+
+from driftgate.stores import ControlStore
+
+WINDOW = (datetime(2026, 3, 1, 12, tzinfo=UTC), datetime(2026, 3, 1, 13, tzinfo=UTC))
+
+
+def test_a_model_never_paused_is_running(store_url):
+    state = ControlStore(store_url).state("m")
+    assert not state.paused and state.reason is None
+
+
+def test_pause_records_the_cause_and_survives_a_reopen(store_url):
+    change = ControlStore(store_url).pause(
+        "m",
+        reason="visibility missing in 40% of rows",
+        actor="monitor:missing-data",
+        monitor="missing-data",
+        window_start=WINDOW[0],
+        window_end=WINDOW[1],
+        evidence=["runs:/abc", "reports/w1.html"],
+        review_id="rv-1",
+    )
+    assert change.changed and change.event.action == "pause"
+    reopened = ControlStore(store_url).state("m")  # a new process would see the same
+    assert reopened.paused
+    assert (reopened.monitor, reopened.review_id) == ("missing-data", "rv-1")
+    assert (reopened.window_start, reopened.window_end) == WINDOW
+    assert reopened.evidence == ("runs:/abc", "reports/w1.html")
+    assert reopened.since == change.event.at
+    assert ControlStore(store_url).state("other-model").paused is False
+
+
+def test_repeated_pauses_keep_the_first_cause(store_url):
+    store = ControlStore(store_url)
+    first = store.pause("m", reason="drift", actor="monitor:a", monitor="a",
+                        window_start=WINDOW[0], window_end=WINDOW[1])  # fmt: skip
+    same = store.pause("m", reason="drift", actor="monitor:a", monitor="a",
+                       window_start=WINDOW[0], window_end=WINDOW[1])  # fmt: skip
+    assert not same.changed and same.event is None  # re-running a window is idempotent
+    other = store.pause("m", reason="missing data", actor="monitor:b", monitor="b")
+    assert not other.changed and other.event is not None and other.event.changed is False
+    state = store.state("m")
+    assert state.reason == "drift" and state.since == first.event.at
+    assert [(e.action, e.changed, e.actor) for e in store.events("m")] == [
+        ("pause", False, "monitor:b"),
+        ("pause", True, "monitor:a"),
+    ]
+
+
+def test_resume_clears_the_switch_and_logs_the_pause_it_ends(store_url):
+    store = ControlStore(store_url)
+    store.pause("m", reason="drift", actor="monitor:a", monitor="a", review_id="rv-9")
+    change = store.resume("m", reason="reviewed: seasonal", actor="cli:alice")
+    assert change.changed and not change.state.paused
+    assert (change.event.monitor, change.event.review_id) == ("a", "rv-9")
+    assert not ControlStore(store_url).state("m").paused
+    idle = store.resume("m", reason="again", actor="cli:alice")
+    assert not idle.changed and idle.event is None
+    assert [e.action for e in store.events("m")] == ["resume", "pause"]
+    assert [e.to_dict()["action"] for e in store.events(limit=1)] == ["resume"]
+
+
+def test_reasons_are_required(store_url):
+    store = ControlStore(store_url)
+    with pytest.raises(ValueError, match="reason"):
+        store.pause("m", reason=" ", actor="x")
+    with pytest.raises(ValueError, match="reason"):
+        store.resume("m", reason="", actor="x")
+
+
+def test_concurrent_pauses_flip_the_switch_once(store_url):
+    """Writers in parallel: one pause wins, the others are logged as not changing it."""
+    stores = [ControlStore(store_url) for _ in range(6)]
+    barrier = threading.Barrier(len(stores))
+    changes, errors = [], []
+
+    def pause(i: int) -> None:
+        try:
+            barrier.wait()
+            changes.append(stores[i].pause("m", reason=f"cause {i}", actor=f"w{i}", monitor=f"{i}"))
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=pause, args=(i,)) for i in range(len(stores))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert sum(c.changed for c in changes) == 1
+    events = stores[0].events("m")
+    assert len(events) == 6 and sum(e.changed for e in events) == 1
+    winner = next(c for c in changes if c.changed)
+    assert stores[0].state("m").reason == winner.state.reason
