@@ -37,7 +37,7 @@ from serving.settings import ServingSettings
 
 config = load_config(sys.argv[1])
 settings = ServingSettings.model_validate_json(sys.argv[2])
-run(config, settings, port=int(sys.argv[3]), log_level="warning")
+run(config, settings, port=int(sys.argv[3]), log_level="info")
 """
 
 
@@ -65,7 +65,10 @@ def start_service(config_file, settings_json: str, port: int, log_path):
     raise TimeoutError(f"service not ready; see {log_path}")
 
 
-def test_sigkill_under_load_loses_no_acknowledged_request(registered, tmp_path):
+def load_then_signal(registered, tmp_path, signum: int):
+    """Start the service, load it, send ``signum`` mid-load; return what the client
+    saw (result, acknowledged id -> records), what the store holds (id -> records) and
+    the process's exit code."""
     registered.set_champion("1")
     store_url = f"sqlite:///{tmp_path / 'samples.db'}"
     settings = json.dumps(
@@ -91,8 +94,8 @@ def test_sigkill_under_load_loses_no_acknowledged_request(registered, tmp_path):
     try:
         client.start()
         time.sleep(LOAD_SECONDS)
-        os.kill(process.pid, signal.SIGKILL)  # in the middle of the load
-        process.wait(timeout=10)
+        os.kill(process.pid, signum)  # in the middle of the load
+        returncode = process.wait(timeout=30)
         client.join(timeout=30)
     finally:
         if process.poll() is None:
@@ -103,11 +106,18 @@ def test_sigkill_under_load_loses_no_acknowledged_request(registered, tmp_path):
         rid: len(payloads[int(rid.rsplit("-", 1)[1]) % len(payloads)]["records"])
         for rid in result.acknowledged
     }
+    window = SqlSampleStore(store_url).read_window("2000-01-01", "2100-01-01")
+    stored = window.groupby("request_id").size().to_dict()
+    return result, acknowledged, stored, returncode
+
+
+def test_sigkill_under_load_loses_no_acknowledged_request(registered, tmp_path):
+    result, acknowledged, stored, returncode = load_then_signal(
+        registered, tmp_path, signal.SIGKILL
+    )
+    assert returncode == -signal.SIGKILL
     assert len(acknowledged) > 100, f"only {len(acknowledged)} requests acknowledged"
     assert result.errors > 0, "no request was in flight at the kill"
-    store = SqlSampleStore(store_url)
-    window = store.read_window("2000-01-01", "2100-01-01")
-    stored = window.groupby("request_id").size().to_dict()
     lost = [rid for rid in acknowledged if rid not in stored]
     assert not lost, f"{len(lost)} acknowledged requests missing, e.g. {lost[:5]}"
     assert all(stored[rid] == n for rid, n in acknowledged.items()), "partial requests stored"
@@ -119,3 +129,14 @@ def test_sigkill_under_load_loses_no_acknowledged_request(registered, tmp_path):
         f"{len(acknowledged) / LOAD_SECONDS:.0f} req/s with {CLIENTS} connections, "
         f"p50 {summary['p50_ms']:.1f} ms, p99 {summary['p99_ms']:.1f} ms"
     )
+
+
+def test_sigterm_drains_the_queue_and_exits_cleanly(registered, tmp_path):
+    _, acknowledged, stored, returncode = load_then_signal(registered, tmp_path, signal.SIGTERM)
+    # uvicorn re-raises the captured signal once shutdown is complete.
+    assert returncode in (0, -signal.SIGTERM)
+    log = (tmp_path / "service.log").read_text()
+    assert "Application shutdown complete" in log and "Traceback" not in log
+    assert len(acknowledged) > 100
+    assert set(acknowledged) <= set(stored)
+    assert all(stored[rid] == n for rid, n in acknowledged.items())
