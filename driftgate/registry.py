@@ -499,3 +499,60 @@ def download_reference_profile(
         tracking_uri=tracking.uri,
     )
     return Path(folder)
+
+
+def log_monitoring_run(
+    tracking: TrackingSettings,
+    experiment: str,
+    run_name: str,
+    *,
+    params: Mapping[str, Any],
+    metrics: Mapping[str, float],
+    tags: Mapping[str, str],
+    artifacts: Mapping[str, Path],
+) -> str:
+    """Log one drift-check window as a run of the monitoring experiment; returns its id.
+
+    ``artifacts`` maps an artifact folder to a file or folder to put there.
+    """
+    import mlflow
+
+    settings = TrackingSettings(
+        uri=tracking.uri,
+        artifact_location=(
+            tracking.artifact_location.rstrip("/") + "-monitoring"
+            if tracking.artifact_location
+            else None
+        ),
+        experiment=experiment,
+    )
+
+    def log() -> str:
+        experiment_id = connect(settings)
+        with mlflow.start_run(experiment_id=experiment_id, run_name=run_name) as run:
+            mlflow.set_tags({TAG_RUN_KIND: "drift-check", **tags})
+            mlflow.log_params({k: _param_value(v) for k, v in params.items()})
+            mlflow.log_metrics({k: v for k, v in metrics.items() if v == v})  # NaN: not logged
+            for folder, path in artifacts.items():
+                if Path(path).is_dir():
+                    mlflow.log_artifacts(str(path), artifact_path=folder)
+                else:
+                    mlflow.log_artifact(str(path), artifact_path=folder)
+            return run.info.run_id
+
+    return _registry_call(f"cannot log the drift check {run_name}", log)
+
+
+def tag_model_version(
+    tracking: TrackingSettings, model_name: str, version: str, tags: Mapping[str, str]
+) -> None:
+    client = _client(tracking)
+    for key, value in tags.items():
+        _registry_call(
+            f"cannot tag {model_name} v{version}",
+            client.set_model_version_tag,
+            model_name,
+            version,
+            key,
+            str(value)[:5000],
+        )
