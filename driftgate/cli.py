@@ -14,6 +14,7 @@ from pathlib import Path
 
 import typer
 
+from driftgate.commands import serve as serve_commands
 from driftgate.commands.contract import contract_app
 from driftgate.config import ProjectConfig, load_config
 from driftgate.yamlconfig import ConfigError
@@ -222,7 +223,103 @@ def rollback(
     typer.echo(f"champion of {config.model.name}: v{demoted} -> v{restored} ({reason})")
 
 
+@app.command("drift-check")
+def drift_check(
+    window: str | None = typer.Option(
+        None, "--window", "-w", help="Window length, e.g. 30m, 1h, 7d (default: each monitor's)."
+    ),
+    end: str | None = typer.Option(None, "--end", help="Window end, ISO time (default: now)."),
+    monitor: list[str] = typer.Option([], "--monitor", help="Only these monitors (repeatable)."),
+    source: str | None = typer.Option(
+        None, "--source", help="Samples: a store URL or Parquet/CSV files (default: the service's)."
+    ),
+    gates_path: Path | None = typer.Option(None, "--gates", help="Gate config with the monitors."),
+    config_path: Path | None = ConfigOption,
+    verbose: bool = typer.Option(False, "--verbose", "-v"),
+) -> None:
+    """Judge the latest window(s) of production samples and take the configured actions.
+
+    The same logic as the scheduled drift-check flow, without Prefect. Exit 0 when no
+    monitor breached, 1 when any did (its action was taken).
+    """
+    _setup_logging(verbose)
+    config = _load(config_path)
+    from driftgate.jobs.drift_check import judge_recent
+    from gates.config import load_gate_config
+
+    gates = load_gate_config(gates_path or config.gates)
+    verdicts = judge_recent(
+        config, gates, end=end, window=window, monitor_names=monitor or None, source=source
+    )
+    for verdict in verdicts:
+        typer.echo(verdict.markdown())
+        typer.echo(f"report: {verdict.report_dir / 'summary.md'}\n")
+    if any(v.breached for v in verdicts):
+        raise typer.Exit(EXIT_FAILED)
+
+
+reviews_app = typer.Typer(help="Reviews opened by monitors.", no_args_is_help=True)
+
+
+@reviews_app.command("list")
+def reviews_list(
+    status: str | None = typer.Option("open", help="open, resolved, or all."),
+    config_path: Path | None = ConfigOption,
+) -> None:
+    """List reviews, newest first."""
+    config = _load(config_path)
+    from driftgate.jobs.drift_check import review_store
+
+    store = review_store(config)
+    try:
+        found = store.list(status=None if status == "all" else status, model_name=config.model.name)
+    finally:
+        store.close()
+    if not found:
+        typer.echo(f"no {status} reviews for {config.model.name}")
+    for review in found:
+        first, last = review.last_window
+        typer.echo(
+            f"{review.id}  {review.status:<8} v{review.model_version}  {review.monitor}: "
+            f"{review.metric} {review.observed:.4g} > {review.threshold:g}  "
+            f"breaches {review.breaches}  last window {first}..{last}"
+        )
+        features = ", ".join(review.features) or "-"
+        typer.echo(f"    features: {features}; evidence: {', '.join(review.evidence)}")
+
+
+@reviews_app.command("resolve")
+def reviews_resolve(
+    review_id: str = typer.Argument(..., help="Review id (rv-...)."),
+    resolution: str = typer.Option(..., "--resolution", "-r", help="What was decided."),
+    by: str | None = typer.Option(None, "--by", help="Who resolves (default: your user)."),
+    config_path: Path | None = ConfigOption,
+) -> None:
+    """Resolve a review (does not resume inference: `driftgate resume` does)."""
+    import getpass
+
+    config = _load(config_path)
+    from driftgate.jobs.drift_check import review_store
+    from driftgate.stores._sql import StoreError
+
+    store = review_store(config)
+    try:
+        review = store.resolve(
+            review_id, by=by or f"cli:{getpass.getuser()}", resolution=resolution
+        )
+    except StoreError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
+    finally:
+        store.close()
+    typer.echo(f"{review.id} resolved by {review.resolved_by}: {review.resolution}")
+
+
 app.add_typer(contract_app, name="contract")
+app.add_typer(reviews_app, name="reviews")
+app.command()(serve_commands.serve)
+app.command()(serve_commands.pause)
+app.command()(serve_commands.resume)
 
 
 def main() -> None:

@@ -22,7 +22,6 @@ import logging
 import os
 import tempfile
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -76,6 +75,18 @@ class WindowVerdict:
     @property
     def breached(self) -> list[str]:
         return [r.monitor for r in self.results if r.breached]
+
+    def to_summary(self) -> dict:
+        """JSON-able: window, rows, breaches, actions, run id, report path."""
+        return {
+            "window": [self.start.isoformat(), self.end.isoformat()],
+            "rows": self.rows,
+            "model_version": self.model_version,
+            "breached": self.breached,
+            "actions": [a.__dict__ for a in self.actions],
+            "run_id": self.run_id,
+            "report": str(self.report_dir / "summary.md") if self.report_dir else None,
+        }
 
     def summary_rows(self) -> list[dict]:
         return [
@@ -443,33 +454,44 @@ def _post(webhook, verdict, result, action, review_id, what, evidence) -> str | 
     )
 
 
+def plan_windows(
+    gates: GateConfig,
+    *,
+    end=None,
+    window: str | None = None,
+    names: list[str] | None = None,
+) -> list[tuple[pd.Timestamp, pd.Timestamp, list[Monitor]]]:
+    """(start, end, monitors) per window: the window ending at ``end`` (default now)
+    for each monitor; monitors sharing a window length share one window. ``window``
+    overrides every monitor's length; ``names`` selects monitors (unknown: ConfigError)."""
+    from driftgate.stores.samples import utc_now
+    from driftgate.yamlconfig import ConfigError
+
+    end = _utc(end or utc_now())
+    monitors = gates.monitors
+    if names:
+        unknown = sorted(set(names) - {m.name for m in monitors})
+        if unknown:
+            known = ", ".join(m.name for m in monitors)
+            raise ConfigError(f"unknown monitor(s) {', '.join(unknown)}; known: {known}")
+        monitors = [m for m in monitors if m.name in names]
+    by_length: dict[pd.Timedelta, list[Monitor]] = {}
+    for monitor in monitors:
+        by_length.setdefault(parse_duration(window or monitor.window), []).append(monitor)
+    return [(end - length, end, group) for length, group in by_length.items()]
+
+
 def judge_recent(
     config: ProjectConfig,
     gates: GateConfig,
     *,
-    end: datetime | None = None,
+    end=None,
     window: str | None = None,
     monitor_names: list[str] | None = None,
     source: str | None = None,
 ) -> list[WindowVerdict]:
-    """Judge the window ending at ``end`` (default now) for each monitor; monitors that
-    share a window length share one verdict. ``window`` overrides every monitor's."""
-    from driftgate.stores.samples import utc_now
-
-    end = _utc(end or utc_now())
-    monitors = gates.monitors
-    if monitor_names:
-        unknown = sorted(set(monitor_names) - {m.name for m in monitors})
-        if unknown:
-            from driftgate.yamlconfig import ConfigError
-
-            known = ", ".join(m.name for m in monitors)
-            raise ConfigError(f"unknown monitor(s) {', '.join(unknown)}; known: {known}")
-        monitors = [m for m in monitors if m.name in monitor_names]
-    by_length: dict[pd.Timedelta, list[Monitor]] = {}
-    for monitor in monitors:
-        by_length.setdefault(parse_duration(window or monitor.window), []).append(monitor)
+    """Judge every planned window (see :func:`plan_windows`) without Prefect."""
     return [
-        judge_window(config, gates, end - length, end, monitors=group, source=source)
-        for length, group in by_length.items()
+        judge_window(config, gates, start, stop, monitors=group, source=source)
+        for start, stop, group in plan_windows(gates, end=end, window=window, names=monitor_names)
     ]
