@@ -17,6 +17,7 @@ def test_train_flow_registers_a_version_that_reproduces_its_logged_accuracy(
     client = MlflowClient(tracking_uri=project_config.tracking.uri)
     name = project_config.model.name
     before = {str(v.version) for v in client.search_model_versions(f"name='{name}'")}
+    aliases_before = client.get_registered_model(name).aliases
 
     state = train_flow(config_path=str(project_dir / "driftgate.yaml"), return_state=True)
     assert state.is_completed()
@@ -34,7 +35,7 @@ def test_train_flow_registers_a_version_that_reproduces_its_logged_accuracy(
     ).ravel()
     reproduced = classification_metrics(data.splits.test[data.target], probabilities)
     assert reproduced["accuracy"] == pytest.approx(run.data.metrics["test_accuracy"], abs=1e-12)
-    assert client.get_registered_model(name).aliases == {}
+    assert client.get_registered_model(name).aliases == aliases_before  # training never promotes
 
 
 def test_train_flow_fails_cleanly_on_bad_config(tmp_path):

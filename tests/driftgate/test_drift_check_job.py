@@ -1,0 +1,162 @@
+"""The drift-check job on real stores (SQLite) and a real MLflow store.
+
+Windows are written straight into the sample store here; the service's own path into
+the store is tested in tests/serving, and the whole loop over HTTP in tests/flows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from mlflow import MlflowClient
+
+from driftgate import registry
+from driftgate.jobs import drift_check as job
+from driftgate.stores.control import ControlStore
+from driftgate.stores.samples import Sample, SqlSampleStore
+from gates.config import load_gate_config
+
+CALM = ("2030-01-01", "2030-01-02")
+DRIFT_1 = ("2030-01-02", "2030-01-03")
+DRIFT_2 = ("2030-01-03", "2030-01-04")
+MISSING = ("2030-01-04", "2030-01-05")
+
+
+def write_window(store, frame, features, window, version, missing=None, share=0.0):
+    start = pd.Timestamp(window[0], tz="UTC")
+    step = pd.Timedelta(days=1) / len(frame)
+    samples = []
+    for i, (_, row) in enumerate(frame.iterrows()):
+        values = {f: float(row[f]) for f in features}
+        if missing and i < int(len(frame) * share):
+            values[missing] = None
+        samples.append(
+            Sample(
+                timestamp=start + i * step,
+                request_id=f"{window[0]}-{i}",
+                record_index=0,
+                model_name="rainfall-classifier",
+                model_version=version,
+                features=values,
+                prediction=0.5,
+                predicted_class=1,
+            )
+        )
+    store.append(samples)
+
+
+@pytest.fixture(scope="module")
+def monitored(trained_model, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("monitoring")
+    config = trained_model.config.model_copy(deep=True)
+    config.serving = config.serving.model_copy(
+        update={
+            "sample_store_url": f"sqlite:///{folder / 'samples.db'}",
+            "control_store_url": f"sqlite:///{folder / 'control.db'}",
+        }
+    )
+    config.home = str(folder / "home")
+    version = trained_model.outcome.registered.version
+    MlflowClient(tracking_uri=config.tracking.uri).set_registered_model_alias(
+        config.model.name, registry.CHAMPION_ALIAS, version
+    )
+    data, features = trained_model.data, trained_model.data.features
+    rng = np.random.default_rng(7)
+    # In-distribution: a bootstrap of the training rows, without the two corrupt
+    # sea-level pressure readings (94 std) that the contract tolerates at 0.1% only.
+    pool = data.splits.train[data.splits.train["sea_level_pressure"].abs() < 10]
+    calm = pool.iloc[rng.integers(0, len(pool), 800)]
+    late = data.splits.production[data.splits.production["date"].dt.year >= 1990]
+    store = SqlSampleStore(config.serving.sample_store(config.home_dir))
+    write_window(store, calm, features, CALM, version)
+    write_window(store, late.iloc[:800], features, DRIFT_1, version)
+    write_window(store, late.iloc[800:1600], features, DRIFT_2, version)
+    write_window(store, calm, features, MISSING, version, missing="dew_point", share=0.10)
+    store.close()
+    return {"config": config, "gates": load_gate_config(), "version": version}
+
+
+def judge(monitored, window):
+    return job.judge_window(monitored["config"], monitored["gates"], *window)
+
+
+def open_reviews(monitored):
+    store = job.review_store(monitored["config"])
+    try:
+        return store.list(status="open")
+    finally:
+        store.close()
+
+
+def paused(monitored):
+    control = ControlStore(monitored["config"].serving.control_store(monitored["config"].home_dir))
+    try:
+        return control.state(monitored["config"].model.name)
+    finally:
+        control.close()
+
+
+def test_in_distribution_window_raises_nothing(monitored):
+    verdict = judge(monitored, CALM)
+    assert verdict.rows == 800 and verdict.contract_passed
+    assert verdict.breached == [] and verdict.actions == []
+    assert all(r.status == "ok" for r in verdict.results)
+    assert open_reviews(monitored) == [] and not paused(monitored).paused
+
+
+def test_drifted_windows_open_exactly_one_review_and_rerun_changes_nothing(monitored):
+    first = judge(monitored, DRIFT_1)
+    assert first.breached == ["mean-shift-kl"]
+    second = judge(monitored, DRIFT_2)
+    again = judge(monitored, DRIFT_2)
+    assert [a.action for a in first.actions] == ["open_review"]
+    (review,) = open_reviews(monitored)
+    assert review.monitor == "mean-shift-kl" and review.breaches == 2
+    assert review.observed > 0.1 and review.features
+    assert f"runs:/{second.run_id}" in review.evidence
+    assert again.actions[0].changed is False
+    assert not paused(monitored).paused
+    tags = (
+        MlflowClient(tracking_uri=monitored["config"].tracking.uri)
+        .get_model_version(monitored["config"].model.name, monitored["version"])
+        .tags
+    )
+    assert tags["driftgate.review.mean-shift-kl"].startswith(review.id)
+
+
+def test_missing_sensor_pauses_inference_with_the_review_and_evidence(monitored):
+    verdict = judge(monitored, MISSING)
+    missing = next(r for r in verdict.results if r.monitor == "missing-values")
+    assert missing.breached and missing.breached_features == ["dew_point"]
+    assert missing.observed == pytest.approx(0.10)
+    state = paused(monitored)
+    assert state.paused and state.monitor == "missing-values"
+    assert "dew_point" in state.reason and state.review_id
+    assert f"runs:/{verdict.run_id}" in state.evidence
+    judge(monitored, MISSING)  # re-run: no second pause event
+    control = ControlStore(monitored["config"].serving.control_store(monitored["config"].home_dir))
+    events = control.events(monitored["config"].model.name)
+    control.close()
+    assert [e.action for e in events].count("pause") == 1
+
+
+def test_each_window_is_an_mlflow_run_with_metrics_and_evidence(monitored):
+    verdict = judge(monitored, DRIFT_1)
+    client = MlflowClient(tracking_uri=monitored["config"].tracking.uri)
+    run = client.get_run(verdict.run_id)
+    assert run.data.tags["driftgate.model_version"] == monitored["version"]
+    assert run.data.tags["driftgate.window_start"].startswith("2030-01-02")
+    for test in job.EVIDENCE_TESTS:
+        assert f"drift.visibility.{test}" in run.data.metrics
+    artifacts = {a.path for a in client.list_artifacts(verdict.run_id)}
+    assert {"drift", "monitors", "contract", "report"} <= artifacts
+    report = client.list_artifacts(verdict.run_id, "report")[0]
+    assert report.path.endswith("evidently.html") and report.file_size > 10_000
+    assert (verdict.report_dir / "summary.md").read_text().count("mean-shift-kl") >= 1
+
+
+def test_an_empty_window_is_reported_as_no_data(monitored):
+    verdict = judge(monitored, ("2031-01-01", "2031-01-02"))
+    assert verdict.rows == 0 and verdict.breached == []
+    assert {r.status for r in verdict.results} == {"no_data"}
