@@ -3,7 +3,8 @@
 The standardisation statistics (mean and standard deviation per feature) are computed
 on the training split only and stored as buffers of the module, so they are saved with
 the weights and applied identically wherever the model is loaded: in the gate, in the
-service and in MLflow's pyfunc wrapper.
+service and in MLflow's pyfunc wrapper. Missing inputs (NaN) are imputed with the
+training mean, inside the module for the same reason.
 """
 
 from __future__ import annotations
@@ -74,6 +75,12 @@ class TabularClassifier(nn.Module):
 
     def logits(self, features: torch.Tensor) -> torch.Tensor:
         standardized = (features - self.feature_mean) / self.feature_std
+        # A missing input (NaN) is imputed with the training mean (0 after standardising),
+        # so one silent sensor degrades a prediction instead of making it NaN. Training
+        # refuses NaNs outright; in production the missing-values monitor watches the share.
+        standardized = torch.where(
+            torch.isnan(standardized), torch.zeros_like(standardized), standardized
+        )
         return self.network(standardized).squeeze(-1)
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:

@@ -29,3 +29,16 @@ def test_standardization_is_part_of_the_state_dict():
     rebuilt.load_state_dict(state)
     x = np.random.default_rng(1).normal(size=(5, 2))
     np.testing.assert_array_equal(predict_proba(rebuilt, x), predict_proba(model, x))
+
+
+def test_a_missing_input_is_imputed_with_the_training_mean():
+    rows = np.random.default_rng(2).normal(size=(50, 3))
+    model = TabularClassifier(n_features=3, standardization=Standardization.fit(rows))
+    with_nan = rows[:5].copy()
+    with_nan[:, 1] = np.nan
+    at_mean = rows[:5].copy()
+    at_mean[:, 1] = rows[:, 1].mean()
+    np.testing.assert_allclose(
+        predict_proba(model, with_nan), predict_proba(model, at_mean), atol=1e-6
+    )
+    assert np.isfinite(predict_proba(model, with_nan)).all()
