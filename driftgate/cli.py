@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import time
 from pathlib import Path
 
 import typer
@@ -110,12 +111,12 @@ def demo(
     config_path: Path | None = ConfigOption,
     verbose: bool = typer.Option(False, "--verbose", "-v"),
 ) -> None:
-    """The main job: run the loop as far as it exists, through Prefect, and say where to look.
+    """The main job: the whole loop on embedded defaults, through Prefect, then where to look.
 
-    Now: the ``train`` flow (Prefect local mode) registers a model version in the local
-    MLflow store and chains into ``validate-and-promote``, which moves ``champion`` when
-    every gate passes; then the champion is reloaded from the registry and scored on
-    the held-out test split to prove the round trip.
+    train flow → validate-and-promote → `driftgate serve` (real HTTP) → replay the
+    production period in date order (with one injected fault: a sensor going silent)
+    → the drift-check flow on each yearly window → reviews and pause as the gate config
+    says → a paused request gets 503 → resume → drift-over-time plots.
     """
     _setup_logging(verbose)
     config = _load(config_path)
@@ -123,28 +124,122 @@ def demo(
     # set before Prefect is imported, which reads its settings then.
     os.environ.setdefault("PREFECT_HOME", str(config.home_dir / "prefect"))
     config.home_dir.mkdir(parents=True, exist_ok=True)
-    from driftgate.jobs.demo import check_registered_model
     from flows.train import train_flow
 
-    typer.echo("== train flow → validate-and-promote (Prefect local mode) ==")
-    summary = train_flow(config_path=str(config_path) if config_path else None, promote=True)
+    config_arg = str(config_path) if config_path else None
+    typer.echo("== 1. train flow → validate-and-promote (Prefect local mode) ==")
+    summary = train_flow(config_path=config_arg, promote=True)
     _print_training_summary(config, summary)
     gate = summary["gate"]
-    if gate["passed"]:
-        typer.echo(f"  gate PASSED: champion -> v{gate['candidate']}")
-    else:
+    if not gate["passed"]:
         typer.echo(f"  gate FAILED ({', '.join(gate['failed_checks'])}); champion unchanged")
-    typer.echo(f"  gate report: {gate['reports']['markdown']}")
-
-    typer.echo("")
-    champion_uri = f"models:/{config.model.name}@champion"
-    typer.echo(f"== reload {champion_uri} from the registry ==")
-    check = check_registered_model(config, champion_uri)
-    typer.echo(
-        f"  test accuracy from the reloaded model {check.reloaded_accuracy:.4f} "
-        f"(logged {summary['metrics']['test_accuracy']:.4f}) on {check.rows} rows"
-    )
+        typer.echo(f"  gate report: {gate['reports']['markdown']}")
+        raise typer.Exit(EXIT_FAILED)
+    typer.echo(f"  gate PASSED: champion -> v{gate['candidate']}  ({gate['reports']['markdown']})")
+    _run_loop(config, config_arg, summary)
     _print_where_to_look(config)
+
+
+def _run_loop(config: ProjectConfig, config_arg: str | None, summary: dict) -> None:
+    import httpx
+    import pandas as pd
+
+    from driftgate.jobs import demo as loop
+    from driftgate.jobs.drift_check import control_store, review_store
+    from driftgate.jobs.train import prepare_data
+    from flows.drift_check import drift_check_flow
+
+    data = prepare_data(config)
+    production = data.splits.production
+    port = config.serving.port
+    base_url = f"http://127.0.0.1:{port}"
+    reports = config.home_dir / "reports" / "demo"
+    reports.mkdir(parents=True, exist_ok=True)
+
+    typer.echo(f"\n== 2. serve models:/{config.model.name}@champion on {base_url} ==")
+    control = control_store(config)
+    if control.state(config.model.name).paused:  # a previous demo left it paused
+        control.resume(config.model.name, reason="demo start", actor="demo")
+    control.close()
+    service = loop.start_service(config_arg, port, reports / "service.log")
+    try:
+        loop.wait_until_ready(base_url, service)
+        typer.echo(f"  ready; log: {reports / 'service.log'}")
+
+        dates = production["date"]
+        typer.echo(
+            f"\n== 3. replay {len(production)} production days "
+            f"({dates.iloc[0]:%Y-%m-%d}..{dates.iloc[-1]:%Y-%m-%d}); fault: "
+            f"{loop.FAULT_FEATURE} silent every {loop.FAULT_EVERY} days of {loop.FAULT_YEAR} =="
+        )
+        started = time.perf_counter()
+        counts = loop.replay_production(
+            base_url,
+            production,
+            data.features,
+            progress=lambda c: typer.echo(f"  {c.sent} sent, {c.ok} stored"),
+        )
+        seconds = time.perf_counter() - started
+        typer.echo(
+            f"  {counts.sent} requests in {seconds:.1f} s ({counts.sent / seconds:.0f}/s): "
+            f"{counts.ok} answered and stored, {counts.rejected} rejected (422), "
+            f"{counts.unavailable} refused (503); {counts.with_fault} with the fault"
+        )
+
+        typer.echo("\n== 4. drift-check flow on each yearly window (event time) ==")
+        first = production["date"].iloc[0].tz_localize("UTC")
+        last = production["date"].iloc[-1].tz_localize("UTC")
+        points, end = [], first + pd.Timedelta(days=365)
+        while end <= last + pd.Timedelta(days=365):
+            (window,) = drift_check_flow(config_path=config_arg, end=end.isoformat(), window="365d")
+            actions = "; ".join(a["detail"][:90] for a in window["actions"] if a["changed"]) or "-"
+            span = f"{window['window'][0][:10]}..{window['window'][1][:10]}"
+            breached = ", ".join(window["breached"]) or "-"
+            typer.echo(f"  {span}  {window['rows']:>4} rows  breached: {breached:<28} {actions}")
+            points.append((end, window["metrics"]))
+            end += pd.Timedelta(days=365)
+
+        typer.echo("\n== 5. what the monitors did ==")
+        reviews = review_store(config)
+        for review in reviews.list(model_name=config.model.name, status="open"):
+            typer.echo(
+                f"  review {review.id}: {review.monitor} ({review.metric} {review.observed:.3g} > "
+                f"{review.threshold:g}), {review.breaches} breaching windows, features "
+                f"{', '.join(review.features)}"
+            )
+        reviews.close()
+        record = {name: float(production[name].iloc[-1]) for name in data.features}
+        refused = httpx.post(f"{base_url}/predict", json={"records": [record]}, timeout=30)
+        typer.echo(f"  a request now: HTTP {refused.status_code} {refused.text[:220]}")
+        control = control_store(config)
+        control.resume(
+            config.model.name, reason="demo: fault understood, sensor fixed", actor="demo"
+        )
+        control.close()
+        time.sleep(max(config.serving.pause_poll_seconds, 0) + 0.5)
+        restored = httpx.post(f"{base_url}/predict", json={"records": [record]}, timeout=30)
+        typer.echo(f"  after `driftgate resume`: HTTP {restored.status_code}")
+
+        typer.echo("\n== 6. drift over time ==")
+        plots = reports / "plots"
+        plots.mkdir(exist_ok=True)
+        for test in ("kl", "missing_share"):
+            path = plots / f"drift-over-time-{test}.png"
+            loop.plot_drift_over_time(points, data.features, test, path)
+            typer.echo(f"  {path}")
+        from driftgate import registry
+
+        registry.log_monitoring_run(
+            config.tracking,
+            config.monitoring.experiment,
+            "demo: drift over time",
+            params={"windows": len(points), "window": "365d"},
+            metrics={},
+            tags={"driftgate.model_name": config.model.name},
+            artifacts={"plots": plots},
+        )
+    finally:
+        loop.stop_service(service)
 
 
 def _with_model(config: ProjectConfig, model: str | None) -> ProjectConfig:

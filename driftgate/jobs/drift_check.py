@@ -86,6 +86,7 @@ class WindowVerdict:
             "actions": [a.__dict__ for a in self.actions],
             "run_id": self.run_id,
             "report": str(self.report_dir / "summary.md") if self.report_dir else None,
+            "metrics": self.drift_metrics,
         }
 
     def summary_rows(self) -> list[dict]:
