@@ -91,7 +91,9 @@ class _FieldCheck:
         self.dtype = spec.dtype
         self.types = _ACCEPTED_TYPES[spec.dtype]
         share = spec.allowed_null_share
-        if share >= 1.0:
+        if share >= 1.0 or spec.nullable is True:
+            # nullable: true accepts a null record (a consumer can impute it); a
+            # max_null_share beside it bounds the share per batch, not per record.
             self.null_reason = None
         elif share == 0.0:
             self.null_reason = "null not allowed"

@@ -39,10 +39,18 @@ class FeatureChecker:
             ``temprature`` must not pass silently while ``temperature`` is missing.
     """
 
-    def __init__(self, features: Sequence[str], allow_extra: bool = False) -> None:
+    def __init__(
+        self,
+        features: Sequence[str],
+        allow_extra: bool = False,
+        nullable: Sequence[str] = (),
+    ) -> None:
         self.features = tuple(features)
         self._known = frozenset(features)
         self.allow_extra = allow_extra
+        # Features whose null (JSON null) the model may score: driftgate models impute a
+        # missing input with the training mean. NaN and infinities stay refused.
+        self.nullable = frozenset(nullable)
 
     def validate(self, record: Mapping[str, Any]) -> list[FieldError]:
         errors = []
@@ -52,7 +60,8 @@ class FeatureChecker:
                 continue
             value = record[name]
             if value is None:
-                errors.append(FieldError(name, "null not allowed", "model.feature"))
+                if name not in self.nullable:
+                    errors.append(FieldError(name, "null not allowed", "model.feature"))
             elif isinstance(value, bool) or not isinstance(value, int | float):
                 errors.append(
                     FieldError(
@@ -92,6 +101,8 @@ def build_checker(features: Sequence[str], contract_path: str | Path | None) -> 
     from data_contracts import Contract, RecordValidator
 
     contract = Contract.load(contract_path)
+    nullable = [name for name, spec in contract.columns.items() if spec.nullable is True]
     return ContractChecker(
-        RecordValidator.from_contract(contract), FeatureChecker(features, allow_extra=True)
+        RecordValidator.from_contract(contract),
+        FeatureChecker(features, allow_extra=True, nullable=nullable),
     )

@@ -38,3 +38,13 @@ def with_column(contract: Contract, column: str, **changes) -> Contract:
     data["columns"].setdefault(column, {})
     data["columns"][column].update(changes)
     return Contract.model_validate(data)
+
+
+def with_documented_edits(inferred: Contract) -> Contract:
+    """``infer``'s output plus the hand edit documented in rainfall.yaml: each feature
+    is nullable per record with at most 5% nulls per batch."""
+    data = inferred.model_dump()
+    for name, column in data["columns"].items():
+        if name not in ("date", "rain"):
+            column.update(nullable=True, max_null_share=0.05)
+    return Contract.model_validate(data)

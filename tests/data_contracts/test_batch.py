@@ -214,7 +214,8 @@ def test_garbage_frames_never_raise(contract: Contract) -> None:
 def test_result_is_json_and_renders(contract: Contract, reference) -> None:
     frame = reference.copy()
     frame.loc[3, "temperature"] = np.nan
-    result = validate_batch(contract, frame)
+    strict = with_column(contract, "temperature", nullable=False, max_null_share=None)
+    result = validate_batch(strict, frame)
     data = json.loads(json.dumps(result.to_dict(), allow_nan=False))
     assert data["passed"] is False
     assert data["failed_rules"] == ["columns.temperature.nulls"]

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from data_contracts import Contract
 from driftgate.commands.contract import contract_app
 
-from .conftest import CONTRACT_PATH
+from .conftest import CONTRACT_PATH, with_documented_edits
 
 app = typer.Typer()
 app.add_typer(contract_app, name="contract")
@@ -36,7 +36,7 @@ def test_infer_prints_a_contract_that_loads(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     inferred = Contract.from_yaml(result.stdout)
     assert inferred.name == "rainfall"
-    assert inferred.columns == Contract.load(CONTRACT_PATH).columns
+    assert with_documented_edits(inferred).columns == Contract.load(CONTRACT_PATH).columns
 
 
 def test_infer_from_a_csv_parses_iso_dates(reference, tmp_path: Path) -> None:

@@ -41,9 +41,9 @@ def test_request_without_label_and_date_is_valid(validator: RecordValidator, goo
 @pytest.mark.parametrize(
     ("field", "value", "rule", "words"),
     [
-        ("temperature", None, "columns.temperature.nulls", "null"),
-        ("temperature", math.nan, "columns.temperature.nulls", "null"),
-        ("temperature", np.float32("nan"), "columns.temperature.nulls", "null"),
+        ("rain", None, "columns.rain.nulls", "null"),
+        ("rain", math.nan, "columns.rain.nulls", "null"),
+        ("rain", np.float32("nan"), "columns.rain.nulls", "null"),
         ("temperature", "12.5", "columns.temperature.dtype", "expected float, got str"),
         ("temperature", True, "columns.temperature.dtype", "got bool"),
         ("temperature", [1.0], "columns.temperature.dtype", "got list"),
@@ -64,6 +64,13 @@ def test_bad_values_name_field_rule_and_reason(
     assert words in errors[0].reason
 
 
+def test_a_nullable_feature_accepts_a_null_record_within_its_batch_share(
+    validator: RecordValidator, good_record
+) -> None:
+    # The committed contract: features `nullable: true` with `max_null_share: 0.05`.
+    assert validator.validate({**good_record, "temperature": None}) == []
+
+
 def test_numbers_of_any_numeric_type_are_accepted(validator: RecordValidator, good_record) -> None:
     for value in (1, np.int64(1), np.float32(0.5), 0.5):
         assert validator.validate({**good_record, "temperature": value}) == []
@@ -80,7 +87,7 @@ def test_missing_required_and_extra_fields(validator: RecordValidator, good_reco
 
 
 def test_every_broken_field_is_reported(validator: RecordValidator, good_record) -> None:
-    record = {**good_record, "temperature": None, "visibility": "far", "rain": 7}
+    record = {**good_record, "temperature": "hot", "visibility": "far", "rain": 7}
     assert [e.field for e in validator.validate(record)] == ["temperature", "visibility", "rain"]
 
 

@@ -108,8 +108,7 @@ def test_acknowledged_samples_are_in_the_store(service, registered, stores):
     [
         ({"temperature": "warm"}, "temperature", "valid number"),
         ({"temperature": 99.0}, "temperature", "outside"),
-        ({"dew_point": None}, "dew_point", "null"),
-        ({"visibility": math.nan}, "visibility", "null"),
+        ({"visibility": math.nan}, "visibility", "non-finite"),
         ({"temprature": 0.1}, "temprature", "not in the contract"),
         ({"sea_level_pressure": True}, "sea_level_pressure", ""),
     ],
@@ -128,6 +127,27 @@ def test_422_names_the_failing_field(service, registered, stores, change, field,
     assert {(e["record"], e["field"]) for e in errors} == {(1, field)}
     assert reason_part in errors[0]["reason"]
     assert "bad-" + field not in SqlSampleStore(stores["sample_store_url"]).request_ids()
+
+
+def test_a_null_feature_is_scored_with_the_training_mean_and_stored_as_missing(
+    service, registered, stores
+):
+    (record,) = records_of(registered.rows, 200, 1)
+    train_mean = registered.versions["1"].feature_mean[registered.features.index("dew_point")]
+    at_mean = {**record, "dew_point": float(train_mean)}
+    response = service.client.post(
+        "/predict",
+        json={"records": [{**record, "dew_point": None}]},
+        headers={"X-Request-ID": "sensor-gap"},
+    )
+    assert response.status_code == 200, response.text
+    (probability,) = response.json()["probabilities"]
+    np.testing.assert_allclose(probability, registered.expected("1", [at_mean])[0], rtol=1e-5)
+    window = SqlSampleStore(stores["sample_store_url"]).read_window(
+        datetime(2000, 1, 1, tzinfo=UTC), datetime.now(UTC)
+    )
+    stored = window[window.request_id == "sensor-gap"]
+    assert stored["dew_point"].isna().all()  # the drift check counts it as missing
 
 
 def test_missing_feature_and_empty_request_are_422(service, registered):
