@@ -208,7 +208,9 @@ def _run_loop(config: ProjectConfig, config_arg: str | None, summary: dict) -> N
                 f"{', '.join(review.features)}"
             )
         reviews.close()
-        record = {name: float(production[name].iloc[-1]) for name in data.features}
+        # An in-contract record (from the reference period), so the answer shows the
+        # pause switch and not the contract.
+        record = {name: float(data.splits.test[name].iloc[0]) for name in data.features}
         refused = httpx.post(f"{base_url}/predict", json={"records": [record]}, timeout=30)
         typer.echo(f"  a request now: HTTP {refused.status_code} {refused.text[:220]}")
         control = control_store(config)

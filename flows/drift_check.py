@@ -38,7 +38,15 @@ def drift_check_flow(
     summaries = []
     for start, stop, group in job.plan_windows(gates, end=end, window=window, names=monitor_names):
         verdict = judge_window_task(config, gates, start, stop, group, source)
-        logger.info("\n%s", verdict.markdown())
+        logger.info(
+            "window %s..%s: %d rows, breached %s, actions %d (report %s)",
+            start,
+            stop,
+            verdict.rows,
+            verdict.breached or "-",
+            len(verdict.actions),
+            verdict.report_dir,
+        )
         slug = f"drift-{config.model.name}-{'-'.join(m.name for m in group)}".lower()
         create_markdown_artifact(
             key=slug[:100], markdown=verdict.markdown(), description="driftgate drift check"
