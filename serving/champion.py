@@ -110,6 +110,8 @@ class ChampionWatcher:
             self.last_error = f"model '{self.model_name}' has no '{registry.CHAMPION_ALIAS}' alias"
             if self.current is not None:
                 log.warning("%s; still serving v%s", self.last_error, self.current.version)
+            else:
+                log.warning("%s; not serving until it is set", self.last_error)
             return False
         if self.current is not None and self.current.version == version:
             self.last_error = None

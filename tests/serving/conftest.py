@@ -35,7 +35,10 @@ class Registered:
     def set_champion(self, version: str) -> None:
         from mlflow import MlflowClient
 
-        client = MlflowClient(tracking_uri=self.config.tracking.uri)
+        # registry_uri too: without it the client uses the process-wide registry URI,
+        # which another test may have pointed at its own store.
+        uri = self.config.tracking.uri
+        client = MlflowClient(tracking_uri=uri, registry_uri=uri)
         client.set_registered_model_alias(self.config.model.name, "champion", version)
 
     def expected(self, version: str, records: list[dict]) -> np.ndarray:

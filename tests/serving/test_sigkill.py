@@ -52,17 +52,20 @@ def start_service(config_file, settings_json: str, port: int, log_path):
         stderr=subprocess.STDOUT,
     )
     deadline = time.monotonic() + 90
+    last = "no answer"
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"service exited early; see {log_path}")
         try:
-            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
+            ready = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=5, trust_env=False)
+            if ready.status_code == 200:
                 return process
-        except httpx.HTTPError:
-            pass
+            last = ready.text
+        except httpx.HTTPError as exc:
+            last = repr(exc)
         time.sleep(0.2)
     process.kill()
-    raise TimeoutError(f"service not ready; see {log_path}")
+    raise TimeoutError(f"service not ready ({last}); see {log_path}")
 
 
 def load_then_signal(registered, tmp_path, signum: int):
