@@ -42,6 +42,27 @@ class RegisteredVersion:
     model_uri: str  # models:/NAME/VERSION
 
 
+def use_store(tracking: TrackingSettings) -> None:
+    """Point MLflow's process-wide tracking *and* registry URIs at ``tracking.uri``.
+
+    Both, always: ``models:/`` URIs resolve through the registry URI. MLflow's setters
+    also export ``MLFLOW_TRACKING_URI`` / ``MLFLOW_REGISTRY_URI``; the environment is
+    restored afterwards, because ``load_config`` reads ``MLFLOW_TRACKING_URI`` and one
+    config's store must not leak into the next config loaded by this process or its
+    children.
+    """
+    import mlflow
+
+    saved = {key: os.environ.get(key) for key in ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI")}
+    mlflow.set_tracking_uri(tracking.uri)
+    mlflow.set_registry_uri(tracking.uri)
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
 def connect(tracking: TrackingSettings) -> str:
     """Point MLflow at the configured store and make sure the experiment exists.
 
@@ -50,8 +71,7 @@ def connect(tracking: TrackingSettings) -> str:
     """
     import mlflow
 
-    mlflow.set_tracking_uri(tracking.uri)
-    mlflow.set_registry_uri(tracking.uri)
+    use_store(tracking)
     experiment = mlflow.get_experiment_by_name(tracking.experiment)
     if experiment is not None:
         return experiment.experiment_id
@@ -166,7 +186,7 @@ def load_pyfunc(tracking: TrackingSettings, model_uri: str):
     """Load a registered model (``models:/NAME/VERSION`` or ``models:/NAME@alias``)."""
     import mlflow
 
-    mlflow.set_tracking_uri(tracking.uri)
+    use_store(tracking)
     return mlflow.pyfunc.load_model(model_uri)
 
 
@@ -274,7 +294,7 @@ def version_info(tracking: TrackingSettings, model_name: str, version: str) -> V
     run = _registry_call(
         f"cannot read run {model_version.run_id}", client.get_run, model_version.run_id
     )
-    mlflow.set_tracking_uri(tracking.uri)
+    use_store(tracking)
     info = _registry_call(
         f"cannot read the model of {model_name} v{version}",
         mlflow.models.get_model_info,

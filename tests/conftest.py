@@ -19,11 +19,13 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 def _no_ambient_tracking_server(monkeypatch):
     """Tests use their own stores, never a server named by the environment.
 
-    ``mlflow.set_tracking_uri`` also exports ``MLFLOW_TRACKING_URI``, so without this a
+    ``mlflow.set_tracking_uri`` / ``set_registry_uri`` also export ``MLFLOW_TRACKING_URI``
+    / ``MLFLOW_REGISTRY_URI``, so without this a
     test that talked to a (since stopped) server would leak it into every config
     loaded after it.
     """
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.delenv("MLFLOW_REGISTRY_URI", raising=False)
 
 
 @pytest.fixture(scope="session")

@@ -100,3 +100,15 @@ def test_tracking_uri_from_the_environment_when_the_file_leaves_it_open(tmp_path
     assert config.tracking.artifact_location is None
     pinned = load_config(write(tmp_path / "d2.yaml", "tracking:\n  uri: sqlite:///x.db\n"))
     assert pinned.tracking.uri == "sqlite:///x.db"
+
+
+def test_using_one_store_does_not_redirect_the_next_config(tmp_path, monkeypatch):
+    import mlflow
+
+    from driftgate import registry
+
+    first = load_config(write(tmp_path / "a.yaml", "home: a\n"))
+    registry.use_store(first.tracking)
+    assert mlflow.get_registry_uri() == first.tracking.uri
+    second = load_config(write(tmp_path / "b.yaml", "home: b\n"))
+    assert second.tracking.uri == f"sqlite:///{tmp_path / 'b' / 'mlflow.db'}"
