@@ -343,15 +343,7 @@ def record_gate_result(
     """Tag the candidate version with the gate's results and attach the report files
     to its run (``artifact_folder``), where the MLflow UI shows them."""
     client = _client(tracking)
-    for key, value in check_tags.items():
-        _registry_call(
-            f"cannot tag {model_name} v{version}",
-            client.set_model_version_tag,
-            model_name,
-            version,
-            key,
-            value[:5000],
-        )
+    tag_model_version(tracking, model_name, version, check_tags)
     for path in report_files.values():
         _registry_call(
             f"cannot upload {path.name} to run {run_id}",

@@ -210,20 +210,11 @@ def check_latency(predict: Predict, rows: np.ndarray, settings: LatencyCheck) ->
     return results
 
 
-def _peak_rss_kb() -> int | None:
+def _status_kb(field: str) -> int | None:
+    """A ``VmHWM`` / ``VmRSS`` line of ``/proc/self/status`` in kB (None off Linux)."""
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    except OSError:
-        return None
-    return None
-
-
-def _current_rss_kb() -> int | None:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1])
     except OSError:
         return None
@@ -251,9 +242,9 @@ def check_memory(predict: Predict, rows: np.ndarray, settings: MemoryCheck) -> C
     def run() -> CheckResult:
         batch = np.resize(rows, (settings.batch_size, rows.shape[1])).astype(np.float32)
         predict(batch[:8])  # load lazily-initialised kernels before measuring
-        if _reset_peak_rss() and (before := _current_rss_kb()) is not None:
+        if _reset_peak_rss() and (before := _status_kb("VmRSS")) is not None:
             predict(batch)
-            peak_mb = ((_peak_rss_kb() or before) - before) / 1024
+            peak_mb = ((_status_kb("VmHWM") or before) - before) / 1024
             method = "peak RSS growth"
         else:
             tracemalloc.start()

@@ -29,6 +29,7 @@ import pandas as pd
 
 from driftgate import registry
 from driftgate.config import ProjectConfig
+from driftgate.stores.samples import to_utc
 from gates.config import GateConfig, Monitor
 from gates.monitoring import (
     CONTRACT_PREFIX,
@@ -143,11 +144,6 @@ def parse_duration(text: str) -> pd.Timedelta:
     return pd.Timedelta(int(text[:-1]), unit=unit)
 
 
-def _utc(moment) -> pd.Timestamp:
-    stamp = pd.Timestamp(moment)
-    return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
-
-
 def open_reader(config: ProjectConfig, source: str | None = None):
     """The sample store of the service, or ``source``: a store URL or a Parquet/CSV path."""
     from driftgate.stores.samples import open_sample_reader
@@ -209,7 +205,7 @@ def judge_window(
     from data_contracts import Contract, render_html, render_markdown, validate_batch
     from monitors import check_drift
 
-    start, end = _utc(start), _utc(end)
+    start, end = to_utc(start), to_utc(end)
     monitors = list(gates.monitors if monitors is None else monitors)
     name = config.model.name
     version = registry.alias_version(config.tracking, name, registry.CHAMPION_ALIAS)
@@ -468,7 +464,7 @@ def plan_windows(
     from driftgate.stores.samples import utc_now
     from driftgate.yamlconfig import ConfigError
 
-    end = _utc(end or utc_now())
+    end = to_utc(end or utc_now())
     monitors = gates.monitors
     if names:
         unknown = sorted(set(names) - {m.name for m in monitors})

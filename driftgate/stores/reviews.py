@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
-import pandas as pd
 from sqlalchemy import (
     BigInteger,
     Boolean,
@@ -42,6 +41,7 @@ from sqlalchemy import (
 )
 
 from driftgate.stores._sql import StoreError, create_store_engine, redact, write_transaction
+from driftgate.stores.samples import to_utc
 from gates.config import Monitor
 from gates.monitoring import Firing, MonitorResult, apply_hysteresis
 
@@ -98,11 +98,7 @@ monitor_state_table = Table(
 
 
 def _us(moment: datetime | str | None) -> int | None:
-    if moment is None:
-        return None
-    stamp = pd.Timestamp(moment)
-    stamp = stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
-    return stamp.value // 1000
+    return None if moment is None else to_utc(moment).value // 1000
 
 
 def _iso(us: int | None) -> str | None:
