@@ -62,6 +62,7 @@ class TrainedModel:
     result: object
     metrics: dict
     outcome: object
+    aliases_after_registration: dict  # other tests later move aliases in this shared store
 
 
 @pytest.fixture(scope="session")
@@ -73,7 +74,13 @@ def trained_model(project_config) -> TrainedModel:
     result = job.fit_model(project_config, data, on_epoch=None)
     metrics = job.evaluate_model(data, result)
     outcome = job.register_model(project_config, data, result, metrics)
-    return TrainedModel(project_config, data, result, metrics, outcome)
+    from mlflow import MlflowClient
+
+    client = MlflowClient(
+        tracking_uri=project_config.tracking.uri, registry_uri=project_config.tracking.uri
+    )
+    aliases = dict(client.get_registered_model(project_config.model.name).aliases)
+    return TrainedModel(project_config, data, result, metrics, outcome, aliases)
 
 
 def free_port() -> int:
