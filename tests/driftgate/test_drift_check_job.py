@@ -21,6 +21,7 @@ CALM = ("2030-01-01", "2030-01-02")
 DRIFT_1 = ("2030-01-02", "2030-01-03")
 DRIFT_2 = ("2030-01-03", "2030-01-04")
 MISSING = ("2030-01-04", "2030-01-05")
+DRIFT_3 = ("2032-01-01", "2032-01-02")  # after every window judged before it
 
 
 def write_window(store, frame, features, window, version, missing=None, share=0.0):
@@ -73,6 +74,7 @@ def monitored(trained_model, tmp_path_factory):
     write_window(store, late.iloc[:800], features, DRIFT_1, version)
     write_window(store, late.iloc[800:1600], features, DRIFT_2, version)
     write_window(store, calm, features, MISSING, version, missing="dew_point", share=0.10)
+    write_window(store, late.iloc[1600:2400], features, DRIFT_3, version)
     store.close()
     return {"config": config, "gates": load_gate_config(), "version": version}
 
@@ -160,3 +162,39 @@ def test_an_empty_window_is_reported_as_no_data(monitored):
     verdict = judge(monitored, ("2031-01-01", "2031-01-02"))
     assert verdict.rows == 0 and verdict.breached == []
     assert {r.status for r in verdict.results} == {"no_data"}
+
+
+def test_a_review_update_is_posted_to_the_webhook(monitored):
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    received = []
+
+    class Receiver(BaseHTTPRequestHandler):
+        def do_POST(self):
+            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Receiver)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        config = monitored["config"].model_copy(deep=True)
+        config.monitoring = config.monitoring.model_copy(
+            update={"webhook_url": f"http://127.0.0.1:{server.server_port}/hook?token=secret"}
+        )
+        verdict = job.judge_window(config, monitored["gates"], *DRIFT_3)
+    finally:
+        server.shutdown()
+        server.server_close()
+    (post,) = received
+    assert post["monitor"] == "mean-shift-kl" and post["action"] == "open_review"
+    assert post["review_id"].startswith("rv-") and post["text"].startswith("driftgate:")
+    assert f"runs:/{verdict.run_id}" in post["evidence"]
+    assert "webhook posted" in verdict.actions[0].detail
+    assert "secret" not in verdict.actions[0].detail
