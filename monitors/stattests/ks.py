@@ -64,11 +64,11 @@ def ks_statistic(reference: NumericProfile, current: NumericWindow) -> float:
     return max(max_positive, max_negative)
 
 
-def ks_p_value(statistic: float, n_ref: int, n_cur: int) -> tuple[float, float]:
+def ks_p_value(statistic: float, n_ref: int, n_cur: int) -> tuple[float, float, str]:
     """Statistic (lattice-rounded when exact) and p-value as ``ks_2samp(method="auto")``.
 
     Returns:
-        ``(statistic, p_value)``.
+        ``(statistic, p_value, method)`` with method ``exact`` or ``asymp``.
     """
     if max(n_ref, n_cur) <= SCIPY_MAX_AUTO_N and _attempt_exact_2kssamp is not None:
         success, rounded, p_value = _attempt_exact_2kssamp(
@@ -76,11 +76,11 @@ def ks_p_value(statistic: float, n_ref: int, n_cur: int) -> tuple[float, float]:
         )
         statistic = float(rounded)
         if success:
-            return statistic, float(np.clip(p_value, 0, 1))
+            return statistic, float(np.clip(p_value, 0, 1)), "exact"
     m, n = sorted([float(n_ref), float(n_cur)], reverse=True)
     effective_n = m * n / (m + n)
     p_value = stats.kstwo.sf(statistic, np.round(effective_n))
-    return statistic, float(np.clip(p_value, 0, 1))
+    return statistic, float(np.clip(p_value, 0, 1)), "asymp"
 
 
 def ks_test(reference: NumericProfile, current: NumericWindow) -> TestOutcome:
@@ -90,7 +90,7 @@ def ks_test(reference: NumericProfile, current: NumericWindow) -> TestOutcome:
     if current.non_missing == 0:
         raise InsufficientData("the current window has no non-missing values")
     statistic = ks_statistic(reference, current)
-    statistic, p_value = ks_p_value(statistic, reference.non_missing, current.non_missing)
+    statistic, p_value, method = ks_p_value(statistic, reference.non_missing, current.non_missing)
     return TestOutcome(
         value=statistic,
         p_value=p_value,
@@ -98,11 +98,7 @@ def ks_test(reference: NumericProfile, current: NumericWindow) -> TestOutcome:
         details={
             "exact_statistic": reference.ks_exact,
             "statistic_error_bound": reference.ks_max_gap_share,
-            "method": (
-                "exact"
-                if max(reference.non_missing, current.non_missing) <= SCIPY_MAX_AUTO_N
-                else "asymp"
-            ),
+            "method": method,
         },
     )
 
