@@ -56,7 +56,13 @@ def registered(tmp_path_factory) -> Registered:
     from training.params import TrainParams
 
     root = tmp_path_factory.mktemp("serving-project")
-    (root / "driftgate.yaml").write_text("home: state\nmodel:\n  name: served\n")
+    # The store is pinned: no MLFLOW_TRACKING_URI in the environment can redirect it.
+    state = root / "state"
+    (root / "driftgate.yaml").write_text(
+        "home: state\nmodel:\n  name: served\ntracking:\n"
+        f"  uri: sqlite:///{state / 'mlflow.db'}\n"
+        f"  artifact_location: {(state / 'mlartifacts').as_uri()}\n"
+    )
     config = load_config(root / "driftgate.yaml")
     data = job.prepare_data(config)
     versions = {}

@@ -42,7 +42,15 @@ run(config, settings, port=int(sys.argv[3]), log_level="info")
 
 
 def start_service(config_file, settings_json: str, port: int, log_path):
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "DRIFTGATE_ADMIN_TOKEN": "x"}
+    env = {
+        **{
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI")
+        },
+        "PYTHONPATH": str(REPO_ROOT),
+        "DRIFTGATE_ADMIN_TOKEN": "x",
+    }
     log = open(log_path, "ab")  # noqa: SIM115 - lives as long as the process
     process = subprocess.Popen(
         [sys.executable, "-c", LAUNCHER, str(config_file), settings_json, str(port)],
