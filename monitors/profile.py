@@ -65,8 +65,31 @@ def _none_to_nan(value: float | None) -> float:
     return float("nan") if value is None else float(value)
 
 
+class NumericCounts:
+    """Counts shared by a numeric reference and a numeric window (``rows``,
+    ``missing_count``, ``neg_inf_count``, ``pos_inf_count`` are fields of both)."""
+
+    rows: int
+    missing_count: int
+    neg_inf_count: int
+    pos_inf_count: int
+
+    @property
+    def non_missing(self) -> int:
+        """Values that are not NaN (infinite values included)."""
+        return self.rows - self.missing_count
+
+    @property
+    def finite_count(self) -> int:
+        return self.non_missing - self.neg_inf_count - self.pos_inf_count
+
+    @property
+    def missing_share(self) -> float:
+        return self.missing_count / self.rows if self.rows else float("nan")
+
+
 @dataclass
-class NumericProfile:
+class NumericProfile(NumericCounts):
     """The fitted reference of one numeric feature.
 
     Attributes:
@@ -105,19 +128,6 @@ class NumericProfile:
     gap_counts: np.ndarray
     gap_sums: np.ndarray
     type: str = field(default="numeric", init=False)
-
-    @property
-    def non_missing(self) -> int:
-        """Reference values that are not NaN (infinite values included)."""
-        return self.rows - self.missing_count
-
-    @property
-    def finite_count(self) -> int:
-        return self.non_missing - self.neg_inf_count - self.pos_inf_count
-
-    @property
-    def missing_share(self) -> float:
-        return self.missing_count / self.rows if self.rows else float("nan")
 
     @property
     def ks_exact(self) -> bool:

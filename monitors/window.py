@@ -26,6 +26,7 @@ import pandas as pd
 
 from monitors.profile import (
     CategoricalProfile,
+    NumericCounts,
     NumericProfile,
     ReferenceProfile,
     category_counts,
@@ -50,7 +51,7 @@ class MissingColumnError(KeyError):
 
 
 @dataclass
-class NumericWindow:
+class NumericWindow(NumericCounts):
     """Additive counts of one numeric feature of the current window."""
 
     rows: int = 0
@@ -75,18 +76,6 @@ class NumericWindow:
             gap_counts=np.zeros(k + 1, dtype=np.int64),
             gap_sums=np.zeros(k + 1),
         )
-
-    @property
-    def non_missing(self) -> int:
-        return self.rows - self.missing_count
-
-    @property
-    def finite_count(self) -> int:
-        return self.non_missing - self.neg_inf_count - self.pos_inf_count
-
-    @property
-    def missing_share(self) -> float:
-        return self.missing_count / self.rows if self.rows else float("nan")
 
     def add(self, reference: NumericProfile, series: pd.Series) -> None:
         """Fold one chunk of the column into the counts."""
