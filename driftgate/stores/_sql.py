@@ -25,7 +25,7 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, MetaData, create_engine, event, inspect
 from sqlalchemy.engine import make_url
 
 SQLITE_SYNCHRONOUS_MODES = ("FULL", "NORMAL", "EXTRA")
@@ -113,3 +113,18 @@ def write_transaction(engine: Engine) -> Iterator[Connection]:
             connection = connection.execution_options(**{_BEGIN_OPTION: "BEGIN IMMEDIATE"})
         with connection.begin():
             yield connection
+
+
+def create_tables(engine: Engine, metadata: MetaData, url: str, label: str) -> None:
+    """Create ``metadata``'s tables if they are missing.
+
+    Two processes may create them at once; the loser's error is harmless when every
+    table exists afterwards, and otherwise becomes a StoreError naming the ``label``
+    store (password redacted).
+    """
+    try:
+        metadata.create_all(engine, checkfirst=True)
+    except Exception as exc:
+        existing = inspect(engine)
+        if not all(existing.has_table(name) for name in metadata.tables):
+            raise StoreError(f"cannot open {label} store {redact(url)}: {exc}") from exc

@@ -36,13 +36,17 @@ from sqlalchemy import (
     String,
     Table,
     Text,
-    inspect,
     select,
     text,
 )
 from sqlalchemy.dialects import postgresql, sqlite
 
-from driftgate.stores._sql import StoreError, create_store_engine, redact, write_transaction
+from driftgate.stores._sql import (
+    create_store_engine,
+    create_tables,
+    redact,
+    write_transaction,
+)
 
 PAUSE = "pause"
 RESUME = "resume"
@@ -191,12 +195,7 @@ class ControlStore:
     def __init__(self, url: str, *, sqlite_synchronous: str = "FULL") -> None:
         self.url = url
         self.engine = create_store_engine(url, sqlite_synchronous=sqlite_synchronous)
-        try:
-            _metadata.create_all(self.engine, checkfirst=True)
-        except Exception as exc:
-            existing = inspect(self.engine)
-            if not (existing.has_table(STATE_TABLE) and existing.has_table(EVENTS_TABLE)):
-                raise StoreError(f"cannot open control store {redact(url)}: {exc}") from exc
+        create_tables(self.engine, _metadata, url, "control")
 
     def __repr__(self) -> str:
         return f"ControlStore({redact(self.url)!r})"

@@ -34,13 +34,18 @@ from sqlalchemy import (
     Text,
     and_,
     insert,
-    inspect,
     select,
     text,
     update,
 )
 
-from driftgate.stores._sql import StoreError, create_store_engine, redact, write_transaction
+from driftgate.stores._sql import (
+    StoreError,
+    create_store_engine,
+    create_tables,
+    redact,
+    write_transaction,
+)
 from driftgate.stores.samples import to_utc
 from gates.config import Monitor
 from gates.monitoring import Firing, MonitorResult, apply_hysteresis
@@ -172,12 +177,7 @@ class ReviewStore:
     def __init__(self, url: str, *, sqlite_synchronous: str = "FULL") -> None:
         self.url = url
         self.engine = create_store_engine(url, sqlite_synchronous=sqlite_synchronous)
-        try:
-            _metadata.create_all(self.engine, checkfirst=True)
-        except Exception as exc:
-            existing = inspect(self.engine)
-            if not all(existing.has_table(t) for t in (REVIEWS_TABLE, MONITOR_STATE_TABLE)):
-                raise StoreError(f"cannot open review store {redact(url)}: {exc}") from exc
+        create_tables(self.engine, _metadata, url, "review")
 
     def __repr__(self) -> str:
         return f"ReviewStore({redact(self.url)!r})"

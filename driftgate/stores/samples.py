@@ -38,12 +38,11 @@ from sqlalchemy import (
     Table,
     Text,
     func,
-    inspect,
     select,
     text,
 )
 
-from driftgate.stores._sql import StoreError, create_store_engine, is_sql_url, redact
+from driftgate.stores._sql import StoreError, create_store_engine, create_tables, is_sql_url, redact
 
 log = logging.getLogger(__name__)
 
@@ -154,12 +153,7 @@ class SqlSampleStore:
     def __init__(self, url: str, *, sqlite_synchronous: str = "FULL") -> None:
         self.url = url
         self.engine = create_store_engine(url, sqlite_synchronous=sqlite_synchronous)
-        try:
-            _metadata.create_all(self.engine, checkfirst=True)
-        except Exception as exc:
-            # Two processes may create the table at once; the loser sees it exists.
-            if not inspect(self.engine).has_table(SAMPLES_TABLE):
-                raise StoreError(f"cannot open sample store {redact(url)}: {exc}") from exc
+        create_tables(self.engine, _metadata, url, "sample")
 
     def __repr__(self) -> str:
         return f"SqlSampleStore({redact(self.url)!r})"
