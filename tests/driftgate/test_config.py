@@ -112,3 +112,35 @@ def test_using_one_store_does_not_redirect_the_next_config(tmp_path, monkeypatch
     assert mlflow.get_registry_uri() == first.tracking.uri
     second = load_config(write(tmp_path / "b.yaml", "home: b\n"))
     assert second.tracking.uri == f"sqlite:///{tmp_path / 'b' / 'mlflow.db'}"
+
+
+def test_environment_overrides_the_file_without_writing_secrets_to_it(tmp_path, monkeypatch):
+    from driftgate.config import load_config
+
+    config_file = tmp_path / "driftgate.yaml"
+    config_file.write_text("serving:\n  port: 9000\n")
+    url = "postgresql://driftgate:s3cret@db:5432/samples"
+    monkeypatch.setenv("DRIFTGATE__SERVING__SAMPLE_STORE_URL", url)
+    monkeypatch.setenv("DRIFTGATE__SERVING__PORT", "9100")
+    monkeypatch.setenv("DRIFTGATE__DATA__FEATURES", '["a", "b"]')
+    config = load_config(config_file)
+    assert config.serving.sample_store_url == url
+    assert config.serving.port == 9100  # the environment wins over the file
+    assert config.data.features == ["a", "b"]
+    assert "s3cret" not in config_file.read_text()
+
+
+def test_a_bad_environment_override_names_the_variable_and_key(tmp_path, monkeypatch):
+    from driftgate.config import load_config
+
+    monkeypatch.setenv("DRIFTGATE__SERVING__PORT", "eighty")
+    with pytest.raises(ConfigError, match=r"\$DRIFTGATE__\*: serving.port"):
+        load_config(None)
+    monkeypatch.delenv("DRIFTGATE__SERVING__PORT")
+    monkeypatch.setenv("DRIFTGATE__SERVING__NO_SUCH_KEY", "1")
+    with pytest.raises(ConfigError, match=r"serving\.no_such_key: unknown key"):
+        load_config(None)
+    monkeypatch.delenv("DRIFTGATE__SERVING__NO_SUCH_KEY")
+    monkeypatch.setenv("DRIFTGATE__DATA__FEATURES", "[not json")
+    with pytest.raises(ConfigError, match=r"\$DRIFTGATE__DATA__FEATURES: not valid JSON"):
+        load_config(None)
