@@ -17,6 +17,8 @@ import typer
 
 from driftgate.commands import serve as serve_commands
 from driftgate.commands.contract import contract_app
+from driftgate.commands.deploy import deploy as deploy_command
+from driftgate.commands.options import EXIT_FAILED, EXIT_REGISTRY, EXIT_USAGE, ConfigOption
 from driftgate.config import ProjectConfig, load_config
 from driftgate.yamlconfig import ConfigError
 
@@ -27,18 +29,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-
-ConfigOption = typer.Option(
-    None,
-    "--config",
-    "-c",
-    help="Project config file (default: ./driftgate.yaml, else embedded defaults).",
-    dir_okay=False,
-)
-
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_REGISTRY = 3
 
 
 def _load(config_path: Path | None) -> ProjectConfig:
@@ -417,6 +407,7 @@ app.add_typer(reviews_app, name="reviews")
 app.command()(serve_commands.serve)
 app.command()(serve_commands.pause)
 app.command()(serve_commands.resume)
+app.command("deploy")(deploy_command)
 
 
 def main() -> None:

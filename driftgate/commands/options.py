@@ -1,0 +1,17 @@
+"""Options and exit codes shared by every ``driftgate`` command."""
+
+from __future__ import annotations
+
+import typer
+
+ConfigOption = typer.Option(
+    None,
+    "--config",
+    "-c",
+    help="Project config file (default: ./driftgate.yaml, else embedded defaults).",
+    dir_okay=False,
+)
+
+EXIT_FAILED = 1  # a check failed (gate, data contract, monitor)
+EXIT_USAGE = 2  # bad usage, configuration or input data
+EXIT_REGISTRY = 3  # the MLflow registry or another server failed
