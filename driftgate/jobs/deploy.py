@@ -1,0 +1,120 @@
+"""What ``driftgate deploy`` registers with a Prefect server, as plain data.
+
+One source of truth: each monitor's cron schedule and window come from the gate config,
+so editing ``gates/gates.yaml`` and re-running ``driftgate deploy`` is the only way to
+change when drift checks run. Planning is Prefect-free (and fast to test); registering
+the plan is :func:`flows.deployments.register_deployments`.
+
+Deployments (flow name / deployment name):
+
+* ``train/<model>``: train, register and gate a new version (no schedule: run on demand,
+  from CI or after new data lands);
+* ``validate-and-promote/<model>``: the promotion gate on the latest version (on demand);
+* ``drift-check/<model>-<monitor>``: one per monitor, on the monitor's own cron schedule,
+  judging the monitor's window that ends at the scheduled time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from driftgate.config import ProjectConfig
+from gates.config import GateConfig
+
+TRAIN_ENTRYPOINT = "flows.train.train_flow"
+PROMOTE_ENTRYPOINT = "flows.promote.validate_and_promote"
+DRIFT_CHECK_ENTRYPOINT = "flows.drift_check.drift_check_flow"
+DEFAULT_WORK_POOL = "driftgate"
+
+
+@dataclass(frozen=True)
+class DeploymentPlan:
+    """One Prefect deployment: which flow, under what name, with which defaults and when.
+
+    ``entrypoint`` is a module path (``package.module.function``): workers import the
+    flow from the installed driftgate package, so no code is uploaded anywhere.
+    """
+
+    flow_name: str
+    name: str
+    entrypoint: str
+    parameters: dict
+    description: str
+    cron: str | None = None
+    tags: list[str] = field(default_factory=list)
+
+    @property
+    def full_name(self) -> str:
+        """``flow/deployment``, as ``prefect deployment run`` takes it."""
+        return f"{self.flow_name}/{self.name}"
+
+
+def plan_deployments(
+    config: ProjectConfig,
+    gates: GateConfig,
+    *,
+    config_path: Path | str | None,
+    promote_after_training: bool = True,
+) -> list[DeploymentPlan]:
+    """The deployments for ``config``'s model: train, promote, and one drift check per monitor.
+
+    ``config_path`` is the project config as the *worker* sees it (an absolute path on a
+    shared volume or baked into the image); every run passes it to its flow. ``None``
+    leaves it to the flow's default, ``./driftgate.yaml`` in the worker's folder.
+    """
+    model = config.model.name
+    common = {"config_path": str(config_path)} if config_path else {}
+    tags = ["driftgate", f"model:{model}"]
+    plans = [
+        DeploymentPlan(
+            flow_name="train",
+            name=model,
+            entrypoint=TRAIN_ENTRYPOINT,
+            parameters={**common, "promote": promote_after_training},
+            description=(
+                f"Train and register a new version of {model}"
+                + (", then run the promotion gate." if promote_after_training else ".")
+            ),
+            tags=tags,
+        ),
+        DeploymentPlan(
+            flow_name="validate-and-promote",
+            name=model,
+            entrypoint=PROMOTE_ENTRYPOINT,
+            parameters=dict(common),
+            description=f"Every gate on the latest version of {model}; promote if all pass.",
+            tags=tags,
+        ),
+    ]
+    for monitor in gates.monitors:
+        plans.append(
+            DeploymentPlan(
+                flow_name="drift-check",
+                name=f"{model}-{monitor.name}",
+                entrypoint=DRIFT_CHECK_ENTRYPOINT,
+                parameters={**common, "monitor_names": [monitor.name]},
+                description=(
+                    f"Monitor {monitor.name}: {monitor.metric} over {monitor.threshold:g} on the "
+                    f"last {monitor.window} -> {monitor.action} (schedule from the gate config)."
+                ),
+                cron=monitor.schedule,
+                tags=[*tags, f"monitor:{monitor.name}", f"action:{monitor.action}"],
+            )
+        )
+    return plans
+
+
+def describe(plans: list[DeploymentPlan]) -> str:
+    """A table for the terminal: name, schedule, parameters."""
+    rows = [("deployment", "schedule", "parameters")]
+    rows += [
+        (
+            plan.full_name,
+            plan.cron or "on demand",
+            ", ".join(f"{k}={v}" for k, v in plan.parameters.items() if k != "config_path"),
+        )
+        for plan in plans
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(2)]
+    return "\n".join(f"{a:<{widths[0]}}  {b:<{widths[1]}}  {c}".rstrip() for a, b, c in rows)
