@@ -66,6 +66,11 @@ class DataSettings(_Strict):
     contract: str | None = Field(
         None, description="data contract YAML; default: the packaged one for the demo data"
     )
+    prepared: str | None = Field(
+        None,
+        description="folder written by `driftgate prepare` (the DVC pipeline's data/); "
+        "when set, every job reads its splits instead of splitting `source`",
+    )
     reference_rows: int = Field(10_000, ge=3)
     validation_share: float = Field(0.15, gt=0.0, lt=1.0)
     test_share: float = Field(0.15, gt=0.0, lt=1.0)
