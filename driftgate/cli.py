@@ -7,7 +7,6 @@ Heavy libraries (torch, MLflow, Prefect) are imported inside the commands so tha
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 import time
@@ -15,10 +14,13 @@ from pathlib import Path
 
 import typer
 
+from driftgate.commands import pipeline as pipeline_commands
 from driftgate.commands import serve as serve_commands
 from driftgate.commands.contract import contract_app
 from driftgate.commands.deploy import deploy as deploy_command
 from driftgate.commands.options import EXIT_FAILED, EXIT_REGISTRY, EXIT_USAGE, ConfigOption
+from driftgate.commands.options import setup_logging as _setup_logging
+from driftgate.commands.pipeline import CandidateFileOption, PreparedOption, with_prepared
 from driftgate.config import ProjectConfig, load_config
 from driftgate.yamlconfig import ConfigError
 
@@ -33,17 +35,6 @@ app = typer.Typer(
 
 def _load(config_path: Path | None) -> ProjectConfig:
     return load_config(config_path)
-
-
-def _setup_logging(verbose: bool) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        datefmt="%H:%M:%S",
-    )
-    # MLflow and friends are chatty at INFO; keep driftgate's own progress visible.
-    for noisy in ("mlflow", "alembic", "urllib3", "httpx", "great_expectations"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
 def _print_training_summary(config: ProjectConfig, summary: dict) -> None:
@@ -75,15 +66,23 @@ def _print_where_to_look(config: ProjectConfig) -> None:
 
 @app.command()
 def train(
+    prepared: Path | None = PreparedOption,
+    candidate_file: Path | None = typer.Option(
+        None, "--candidate-file", help="Write the registered version here (JSON).", dir_okay=False
+    ),
     config_path: Path | None = ConfigOption,
     verbose: bool = typer.Option(False, "--verbose", "-v"),
 ) -> None:
     """Train, evaluate, log to MLflow and register a new model version (no Prefect)."""
     _setup_logging(verbose)
-    config = _load(config_path)
+    config = with_prepared(_load(config_path), prepared)
     from driftgate.jobs.train import run_training
 
     outcome = run_training(config)
+    if candidate_file is not None:
+        from driftgate.jobs.pipeline import write_candidate_file
+
+        write_candidate_file(outcome, candidate_file)
     registered = outcome.registered
     _print_training_summary(
         config,
@@ -252,6 +251,20 @@ def promote(
     report_dir: Path | None = typer.Option(
         None, "--report-dir", help="Where to write gate.json, gate.junit.xml, gate.md."
     ),
+    prepared: Path | None = PreparedOption,
+    candidate_file: Path | None = CandidateFileOption,
+    summary_file: Path | None = typer.Option(
+        None,
+        "--summary",
+        help="Write the verdict as JSON numbers (for `dvc metrics`).",
+        dir_okay=False,
+    ),
+    no_fail: bool = typer.Option(
+        False,
+        "--no-fail",
+        help="Exit 0 when a gate fails (the verdict is still recorded): a pipeline that "
+        "keeps a rejected candidate as an outcome, like the DVC promote stage.",
+    ),
     config_path: Path | None = ConfigOption,
     verbose: bool = typer.Option(False, "--verbose", "-v"),
 ) -> None:
@@ -261,14 +274,26 @@ def promote(
     2: bad usage or config. 3: the registry failed; aliases as they were.
     """
     _setup_logging(verbose)
-    config = _with_model(_load(config_path), model)
+    config = with_prepared(_with_model(_load(config_path), model), prepared)
     from gates.config import load_gate_config
 
     gates = load_gate_config(gates_path or config.gates)
+    from driftgate.jobs import pipeline
     from driftgate.jobs.promote import run_promotion
 
+    if candidate_file is not None:
+        if candidate is not None:
+            raise typer.BadParameter("give --candidate or --candidate-file, not both")
+        record = pipeline.read_candidate_file(candidate_file)
+        if record["model_name"] != config.model.name:
+            raise typer.BadParameter(
+                f"{candidate_file} names model '{record['model_name']}', not '{config.model.name}'"
+            )
+        candidate = record["version"]
     outcome = run_promotion(config, gates, candidate=candidate, report_dir=report_dir)
     result = outcome.result
+    if summary_file is not None:
+        pipeline.write_gate_summary(result, outcome.promoted, summary_file)
     typer.echo(
         f"Promotion gate for {result.model_name} v{result.candidate} "
         f"(champion: {('v' + result.champion) if result.champion else 'none'})"
@@ -284,7 +309,7 @@ def promote(
         )
         for failure in result.failures:
             typer.echo(f"  - {failure.name}: {failure.message}", err=True)
-        raise typer.Exit(EXIT_FAILED)
+        raise typer.Exit(0 if no_fail else EXIT_FAILED)
     if result.champion == result.candidate:
         typer.echo(f"\nPASSED: v{result.candidate} already is the champion.")
     else:
@@ -404,6 +429,8 @@ def reviews_resolve(
 
 app.add_typer(contract_app, name="contract")
 app.add_typer(reviews_app, name="reviews")
+app.command()(pipeline_commands.prepare)
+app.command()(pipeline_commands.evaluate)
 app.command()(serve_commands.serve)
 app.command()(serve_commands.pause)
 app.command()(serve_commands.resume)

@@ -27,6 +27,10 @@ TAG_DATA_DIGEST = "driftgate.data.train_digest"
 TAG_FEATURES = "driftgate.features"
 TAG_GIT_COMMIT = "driftgate.git_commit"
 TAG_RUN_KIND = "driftgate.run_kind"
+# The DVC data version of the training data, on the run and on the model version: the
+# MD5 DVC records for the file in dvc.lock, and that file's path in the project.
+TAG_DVC_DATA_MD5 = "dvc.data_md5"
+TAG_DVC_DATA_PATH = "dvc.data_path"
 
 
 class RegistryError(RuntimeError):
@@ -107,6 +111,8 @@ def log_training_run(
     training_data: pd.DataFrame,
     data_source: str,
     data_digest: str,
+    data_md5: str,
+    data_path: str,
     input_example: np.ndarray,
     features: list[str],
     artifacts: Mapping[str, Path] | None = None,
@@ -116,9 +122,11 @@ def log_training_run(
 
     Logged: params, per-epoch metrics (``history``, step = epoch), final metrics, the
     environment (as ``env.*`` tags and ``environment.json``), the exact training data
-    as a dataset input with its content digest, the model (torch.export format, which
-    loads without unpickling code) with signature and input example, its state dict
-    (for ``weights_only=True`` reloads) and any extra ``artifacts`` (name -> file).
+    as a dataset input with its content digest, its DVC data version (``data_md5`` of
+    the file ``data_path``, as ``dvc.*`` tags on run and version), the model
+    (torch.export format, which loads without unpickling code) with signature and input
+    example, its state dict (for ``weights_only=True`` reloads) and any extra
+    ``artifacts`` (name -> file).
     Aliases are left alone: only the promotion gate moves them.
     """
     import mlflow
@@ -128,7 +136,14 @@ def log_training_run(
     experiment_id = connect(tracking)
     with mlflow.start_run(experiment_id=experiment_id) as run:
         run_id = run.info.run_id
-        mlflow.set_tags({TAG_RUN_KIND: "train", **{f"env.{k}": v for k, v in environment.items()}})
+        data_version = {TAG_DVC_DATA_MD5: data_md5, TAG_DVC_DATA_PATH: data_path}
+        mlflow.set_tags(
+            {
+                TAG_RUN_KIND: "train",
+                **data_version,
+                **{f"env.{k}": v for k, v in environment.items()},
+            }
+        )
         mlflow.log_params({k: _param_value(v) for k, v in params.items()})
         for step, epoch_metrics in enumerate(history, start=1):
             mlflow.log_metrics(dict(epoch_metrics), step=step)
@@ -159,6 +174,7 @@ def log_training_run(
     client = MlflowClient()
     tags = {
         TAG_DATA_DIGEST: data_digest,
+        **data_version,
         TAG_FEATURES: json.dumps(features),
         TAG_GIT_COMMIT: environment.get("git_commit", "unknown"),
         **{k: f"{v:.6g}" for k, v in metrics.items()},
@@ -227,7 +243,13 @@ def version_features(tracking: TrackingSettings, model_name: str, version: str) 
     return json.loads(tags[TAG_FEATURES])
 
 
+# Gate results, on the candidate version and on its run (docs/mlflow_ui.md lists them).
+TAG_GATE_PREFIX = "driftgate.gate."  # + check name: "PASS: observed (threshold)"
 TAG_GATE_STATUS = "driftgate.gate.status"  # passed | failed
+TAG_GATE_FAILED_CHECKS = "driftgate.gate.failed_checks"  # comma-separated, "-" when none
+TAG_GATE_CHAMPION = "driftgate.gate.champion_at_evaluation"  # version or "none"
+TAG_GATE_EVALUATED_AT = "driftgate.gate.evaluated_at"  # UTC, ISO 8601
+TAG_GATE_REPORT = "driftgate.gate.report"  # runs:/RUN/gates/gate.md
 TAG_PROMOTION_STATUS = "driftgate.promotion.status"  # pending | promoted | aborted
 TAG_PROMOTION_PREVIOUS = "driftgate.promotion.previous_champion"
 TAG_PROMOTED_AT = "driftgate.promotion.promoted_at"
@@ -235,12 +257,21 @@ TAG_ROLLED_BACK_AT = "driftgate.rollback.at"
 TAG_ROLLBACK_REASON = "driftgate.rollback.reason"
 NO_VERSION = "none"
 
+# Labelled paragraphs of a version's description, below the training summary; each is
+# replaced, never stacked, when its step runs again (a re-run gate, a new promotion).
+DESCRIPTION_GATE = "Gate"
+DESCRIPTION_PROMOTION = "Promotion"
+DESCRIPTION_ROLLBACK = "Rollback"
+# model_versions.description is VARCHAR(5000) in MLflow's SQL stores (PostgreSQL enforces it).
+DESCRIPTION_MAX_CHARS = 5000
+
 
 @dataclass(frozen=True)
 class VersionInfo:
     model_name: str
     version: str
     run_id: str
+    experiment_id: str  # the run's experiment
     version_tags: dict[str, str]
     run_metrics: dict[str, float]
     run_tags: dict[str, str]
@@ -305,6 +336,7 @@ def version_info(tracking: TrackingSettings, model_name: str, version: str) -> V
         model_name=model_name,
         version=str(version),
         run_id=model_version.run_id,
+        experiment_id=run.info.experiment_id,
         version_tags=dict(model_version.tags),
         run_metrics=dict(run.data.metrics),
         run_tags=dict(run.data.tags),
@@ -339,11 +371,16 @@ def record_gate_result(
     check_tags: Mapping[str, str],
     report_files: Mapping[str, Path],
     artifact_folder: str,
+    verdict: str,
 ) -> None:
-    """Tag the candidate version with the gate's results and attach the report files
-    to its run (``artifact_folder``), where the MLflow UI shows them."""
+    """Record a gate evaluation where the MLflow UI shows it.
+
+    The report files go to the run's ``artifact_folder`` first, so a report tag never
+    points at a missing file; then ``check_tags`` go on the version (its page) *and* on
+    its run (the runs compare view lines versions up by run tags); last, ``verdict``
+    becomes the version description's Gate paragraph.
+    """
     client = _client(tracking)
-    tag_model_version(tracking, model_name, version, check_tags)
     for path in report_files.values():
         _registry_call(
             f"cannot upload {path.name} to run {run_id}",
@@ -352,6 +389,49 @@ def record_gate_result(
             str(path),
             artifact_folder,
         )
+    tag_model_version(tracking, model_name, version, check_tags)
+    for key, value in check_tags.items():
+        _registry_call(f"cannot tag run {run_id}", client.set_tag, run_id, key, str(value)[:5000])
+    set_description_paragraph(tracking, model_name, version, DESCRIPTION_GATE, verdict)
+
+
+def with_paragraph(description: str | None, label: str, text: str) -> str:
+    """``description`` with its ``**label:**`` paragraph replaced in place (or appended).
+
+    Other paragraphs (the training summary first) are kept; the new text is cut to keep
+    the whole within DESCRIPTION_MAX_CHARS.
+    """
+    marker = f"**{label}:**"
+    paragraphs = [p for p in (description or "").split("\n\n") if p.strip()]
+    others = sum(len(p) + 2 for p in paragraphs if not p.startswith(marker))
+    room = DESCRIPTION_MAX_CHARS - others - len(marker) - 1
+    if len(text) > room:
+        text = text[: max(room - 1, 0)] + "…"
+    paragraph = f"{marker} {text}"
+    for index, existing in enumerate(paragraphs):
+        if existing.startswith(marker):
+            paragraphs[index] = paragraph
+            break
+    else:
+        paragraphs.append(paragraph)
+    return "\n\n".join(paragraphs)[:DESCRIPTION_MAX_CHARS]
+
+
+def set_description_paragraph(
+    tracking: TrackingSettings, model_name: str, version: str, label: str, text: str
+) -> None:
+    """Write the ``**label:**`` paragraph of the version's description (see with_paragraph)."""
+    client = _client(tracking)
+    current = _registry_call(
+        f"cannot read {model_name} v{version}", client.get_model_version, model_name, version
+    ).description
+    _registry_call(
+        f"cannot update the description of {model_name} v{version}",
+        client.update_model_version,
+        model_name,
+        version,
+        description=with_paragraph(current, label, text),
+    )
 
 
 def move_champion(
@@ -410,12 +490,21 @@ def move_champion(
                 f"could not set '{PREVIOUS_CHAMPION_ALIAS}' to v{current} ({exc}); "
                 f"'{CHAMPION_ALIAS}' moved back to v{current}, aliases unchanged"
             ) from exc
+    promoted_at = _now()
+    replacing = f"replacing v{current}" if current is not None else "the first champion"
     _registry_call(
         f"aliases moved, but cannot record the promotion on v{candidate}",
         lambda: (
             client.set_model_version_tag(model_name, candidate, TAG_PROMOTION_STATUS, "promoted"),
-            client.set_model_version_tag(model_name, candidate, TAG_PROMOTED_AT, _now()),
+            client.set_model_version_tag(model_name, candidate, TAG_PROMOTED_AT, promoted_at),
         ),
+    )
+    set_description_paragraph(
+        tracking,
+        model_name,
+        candidate,
+        DESCRIPTION_PROMOTION,
+        f"promoted to `{CHAMPION_ALIAS}` {promoted_at}, {replacing}.",
     )
     return current
 
@@ -477,6 +566,21 @@ def rollback_champion(tracking: TrackingSettings, model_name: str, reason: str) 
                 json.dumps({"at": _now(), "from": current, "to": previous, "reason": reason}),
             ),
         ),
+    )
+    rolled_back_at = _now()
+    set_description_paragraph(
+        tracking,
+        model_name,
+        current,
+        DESCRIPTION_ROLLBACK,
+        f"demoted {rolled_back_at}, `{CHAMPION_ALIAS}` back to v{previous}: {reason}",
+    )
+    set_description_paragraph(
+        tracking,
+        model_name,
+        previous,
+        DESCRIPTION_PROMOTION,
+        f"`{CHAMPION_ALIAS}` again since {rolled_back_at} (rollback from v{current}).",
     )
     return current, previous
 

@@ -15,3 +15,16 @@ ConfigOption = typer.Option(
 EXIT_FAILED = 1  # a check failed (gate, data contract, monitor)
 EXIT_USAGE = 2  # bad usage, configuration or input data
 EXIT_REGISTRY = 3  # the MLflow registry or another server failed
+
+
+def setup_logging(verbose: bool) -> None:
+    import logging
+
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        datefmt="%H:%M:%S",
+    )
+    # MLflow and friends are chatty at INFO; keep driftgate's own progress visible.
+    for noisy in ("mlflow", "alembic", "urllib3", "httpx", "great_expectations"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)

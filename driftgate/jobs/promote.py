@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -209,16 +210,49 @@ def _split_metrics(run_metrics: dict[str, float], split: str) -> dict[str, float
     return {k.removeprefix(prefix): v for k, v in run_metrics.items() if k.startswith(prefix)}
 
 
-def gate_tags(result: GateResult) -> dict[str, str]:
-    """Version tags the MLflow UI shows: overall status and one tag per check."""
+def check_tag(check: CheckResult) -> str:
+    """``PASS: 0.8701 (>= 0.8000)``: the verdict, what was observed, and the bar."""
+    bar = f" ({check.threshold})" if check.threshold not in ("", "-") else ""
+    return f"{check.status}: {check.observed}{bar}"
+
+
+def gate_tags(result: GateResult, evaluated_at: str, report_uri: str) -> dict[str, str]:
+    """Tags the MLflow UI shows on the version and its run: the summary, one per check."""
     tags = {
         registry.TAG_GATE_STATUS: "passed" if result.passed else "failed",
-        "driftgate.gate.champion_at_evaluation": result.champion or registry.NO_VERSION,
-        "driftgate.gate.failed_checks": ",".join(c.name for c in result.failures) or "-",
+        registry.TAG_GATE_EVALUATED_AT: evaluated_at,
+        registry.TAG_GATE_CHAMPION: result.champion or registry.NO_VERSION,
+        registry.TAG_GATE_FAILED_CHECKS: ",".join(c.name for c in result.failures) or "-",
+        registry.TAG_GATE_REPORT: report_uri,
     }
     for check in result.checks:
-        tags[f"driftgate.gate.{check.name}"] = f"{check.status}: {check.observed}"
+        key = registry.TAG_GATE_PREFIX + check.name
+        if key in tags:  # a check named like a summary tag would silently overwrite it
+            raise ValueError(f"gate check '{check.name}' collides with the summary tag {key}")
+        tags[key] = check_tag(check)
     return tags
+
+
+def gate_verdict(result: GateResult, evaluated_at: str, report_uri: str) -> str:
+    """The Gate paragraph of the version's description: verdict, time, what decided it."""
+    champion = f"v{result.champion}" if result.champion else "none"
+    if result.passed:
+        metrics = ", ".join(
+            f"{c.name} {c.observed}" for c in result.checks if c.group == "promotion"
+        )
+        text = (
+            f"passed {evaluated_at}: all {len(result.checks)} checks pass "
+            f"(champion at evaluation: {champion}). {metrics}."
+        )
+    else:
+        failed = "; ".join(
+            f"`{c.name}` {c.observed} ({c.message or c.threshold})" for c in result.failures
+        )
+        text = (
+            f"failed {evaluated_at}: {len(result.failures)} of {len(result.checks)} checks "
+            f"failed: {failed}. Champion unchanged ({champion})."
+        )
+    return f"{text} Report: {report_uri}"
 
 
 def run_promotion(
@@ -240,12 +274,25 @@ def run_promotion(
     return PromotionOutcome(result, promoted, previous, files)
 
 
+GATE_ARTIFACT_FOLDER = "gates"
+
+
 def record_gate(config: ProjectConfig, result: GateResult, files: dict[str, Path]) -> None:
-    """Tag the candidate with every check and attach the reports to its run."""
+    """Attach the reports to the candidate's run, tag version and run with every check,
+    and write the verdict into the version's description."""
     tracking, name = config.tracking, config.model.name
     run_id = registry.version_info(tracking, name, result.candidate).run_id
+    evaluated_at = datetime.now(UTC).isoformat(timespec="seconds")
+    report_uri = f"runs:/{run_id}/{GATE_ARTIFACT_FOLDER}/{files['markdown'].name}"
     registry.record_gate_result(
-        tracking, name, result.candidate, run_id, gate_tags(result), files, artifact_folder="gates"
+        tracking,
+        name,
+        result.candidate,
+        run_id,
+        gate_tags(result, evaluated_at, report_uri),
+        files,
+        artifact_folder=GATE_ARTIFACT_FOLDER,
+        verdict=gate_verdict(result, evaluated_at, report_uri),
     )
 
 

@@ -21,19 +21,9 @@ from driftgate.config import load_config
 from driftgate.jobs import promote as promote_job
 from driftgate.jobs import train as train_job
 from gates.config import load_gate_config
+from tests.driftgate.lenient_gates import LENIENT_GATES
 from training.model import TabularClassifier
 from training.train import TrainParams
-
-GATES = """
-promotion:
-  split: test
-  metrics:
-    - {metric: roc_auc, greater_is_better: true, threshold: 0.6, min_absolute_change: 0.0}
-    - {metric: accuracy, greater_is_better: true, threshold: 0.6}
-    - {metric: log_loss, greater_is_better: false, threshold: 0.7, min_relative_change: 0.0}
-model_checks:
-  latency: {repeats: 5}
-"""
 
 
 class NaNAtHighVisibility(TabularClassifier):
@@ -50,7 +40,7 @@ class NaNAtHighVisibility(TabularClassifier):
 def store(tmp_path_factory):
     root = tmp_path_factory.mktemp("promote")
     (root / "driftgate.yaml").write_text("home: state\nmodel:\n  name: gated\n")
-    (root / "gates.yaml").write_text(GATES)
+    (root / "gates.yaml").write_text(LENIENT_GATES)
     config = load_config(root / "driftgate.yaml")
     data = train_job.prepare_data(config)
     versions = {}

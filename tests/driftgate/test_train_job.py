@@ -75,6 +75,23 @@ def test_model_version_has_tags_description_signature_and_no_alias(trained_model
     assert info.signature.inputs.to_dict()[0]["tensor-spec"]["shape"] == (-1, 8)
 
 
+def test_run_and_version_record_the_dvc_data_version_of_the_training_file(trained_model, client):
+    from training.data import resolve_source
+    from training.prepared import file_md5
+
+    registered = trained_model.outcome.registered
+    # Trained from the packaged source: its file, hashed as DVC hashes it.
+    source = resolve_source(trained_model.config.data.source)
+    expected = {
+        registry.TAG_DVC_DATA_MD5: file_md5(source),
+        registry.TAG_DVC_DATA_PATH: str(source),
+    }
+    run_tags = client.get_run(registered.run_id).data.tags
+    version_tags = client.get_model_version(registered.model_name, registered.version).tags
+    for tags in (run_tags, version_tags):
+        assert {key: tags.get(key) for key in expected} == expected
+
+
 def test_state_dict_artifact_reloads_with_weights_only(trained_model, tmp_path):
     registered = trained_model.outcome.registered
     folder = mlflow.artifacts.download_artifacts(
