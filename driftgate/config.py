@@ -96,6 +96,15 @@ class MonitoringSettings(_Strict):
     min_rows: int = Field(
         1, ge=0, description="windows with fewer rows are reported as no data, not judged"
     )
+    partition_rows: int = Field(
+        250_000,
+        ge=1,
+        description="a window is summarised in slices of this many rows (bounded memory; "
+        "the units of the Dask scale-out)",
+    )
+    feature_groups: int = Field(
+        1, ge=1, description="features are summarised in this many groups (Dask scale-out)"
+    )
 
 
 class ProjectConfig(_Strict):

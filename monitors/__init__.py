@@ -17,6 +17,7 @@ from monitors.drift import (
     FeatureInfo,
     adjust_p_values,
     check_drift,
+    check_drift_counts,
 )
 from monitors.profile import ProfileError, ReferenceProfile
 from monitors.stattests import STATTESTS, StatTest, UnknownStatTestError, get_stattest
@@ -37,5 +38,6 @@ __all__ = [
     "UnknownStatTestError",
     "adjust_p_values",
     "check_drift",
+    "check_drift_counts",
     "get_stattest",
 ]

@@ -326,20 +326,70 @@ def check_drift(
         UnknownStatTestError: A test name is unknown (the error lists the known ones).
         DriftConfigError: An invalid correction, threshold, feature or share.
     """
+    _validated_plan(profile, tests, correction, alpha, drift_share, thresholds)  # before any read
+    return check_drift_counts(
+        profile,
+        summarise_window(profile, current),
+        tests,
+        correction,
+        alpha,
+        effect_size_floor,
+        thresholds,
+        drift_share,
+    )
+
+
+def check_drift_counts(
+    profile: ReferenceProfile,
+    window: Window,
+    tests: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
+    correction: Correction | None = None,
+    alpha: float = 0.05,
+    effect_size_floor: float | Mapping[str, float] | None = None,
+    thresholds: Mapping[str, float] | None = None,
+    drift_share: float = DEFAULT_DRIFT_SHARE,
+) -> DriftReport:
+    """:func:`check_drift` on a window already reduced to counts.
+
+    For a window summarised once and judged several times (one check per group of
+    monitors), or summarised in parts elsewhere (:mod:`monitors.partitions`). The
+    window must cover every feature the tests run on.
+    """
+    plan = _validated_plan(profile, tests, correction, alpha, drift_share, thresholds)
+    plan = {name: tests for name, tests in plan.items() if tests}
+    absent = [name for name in plan if name not in window.features]
+    if absent:
+        raise DriftConfigError(f"the window was not summarised for features {absent}")
+    return evaluate_window(
+        profile,
+        window,
+        plan,
+        correction,
+        alpha,
+        effect_size_floor,
+        dict(thresholds or {}),
+        drift_share,
+    )
+
+
+def _validated_plan(
+    profile: ReferenceProfile,
+    tests: Sequence[str] | Mapping[str, Sequence[str]] | None,
+    correction: str | None,
+    alpha: float,
+    drift_share: float,
+    thresholds: Mapping[str, float] | None,
+) -> dict[str, list[str]]:
+    """Check the arguments of a drift check (before any data is read); feature -> tests."""
     if correction is not None and correction not in CORRECTIONS:
         raise DriftConfigError(f"unknown correction {correction!r}; known: {list(CORRECTIONS)}")
     if not 0 < alpha < 1:
         raise DriftConfigError(f"alpha must be between 0 and 1, got {alpha}")
     if not 0 < drift_share <= 1:
         raise DriftConfigError(f"drift_share must be in (0, 1], got {drift_share}")
-    thresholds = dict(thresholds or {})
-    for name in thresholds:
+    for name in thresholds or {}:
         get_stattest(name)
-    plan = _tests_for(profile, tests)
-    window = summarise_window(profile, current)
-    return evaluate_window(
-        profile, window, plan, correction, alpha, effect_size_floor, thresholds, drift_share
-    )
+    return _tests_for(profile, tests)
 
 
 def evaluate_window(
@@ -401,6 +451,8 @@ def evaluate_window(
 
     features: dict[str, FeatureInfo] = {}
     for name, reference in profile.features.items():
+        if name not in window.features:  # a window summarised for some features only
+            continue
         counts = window.features[name]
         infinite = (
             counts.neg_inf_count + counts.pos_inf_count if isinstance(counts, NumericWindow) else 0

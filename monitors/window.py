@@ -18,7 +18,7 @@ because the additions happen in another order; every count is exact.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,10 +37,11 @@ from monitors.profile import (
 class MissingColumnError(KeyError):
     """The current window lacks a column the reference profile has."""
 
-    def __init__(self, columns: list[str], chunk_index: int) -> None:
+    def __init__(self, columns: list[str], chunk_index: int, where: str | None = None) -> None:
         self.columns = columns
         self.chunk_index = chunk_index
-        where = "the current data" if chunk_index == 0 else f"chunk {chunk_index} of the window"
+        if where is None:
+            where = "the current data" if chunk_index == 0 else f"chunk {chunk_index} of the window"
         super().__init__(
             f"{where} lacks profiled column(s) {columns}; "
             "a drift check needs every column of the reference profile"
@@ -111,6 +112,23 @@ class NumericWindow(NumericCounts):
         self.gap_sums += cumulative[stops - finite_start] - cumulative[starts - finite_start]
         self.finite_sum += float(cumulative[-1])
 
+    def merge(self, other: NumericWindow) -> None:
+        """Fold the counts of another part of the same window (same reference) into these.
+
+        Adding parts in the order a one-shot pass reads them gives the same floats as
+        that pass: the sums are accumulated in the same order.
+        """
+        self.rows += other.rows
+        self.missing_count += other.missing_count
+        self.neg_inf_count += other.neg_inf_count
+        self.pos_inf_count += other.pos_inf_count
+        self.count_le += other.count_le
+        self.count_lt += other.count_lt
+        self.bin_counts += other.bin_counts
+        self.gap_counts += other.gap_counts
+        self.gap_sums += other.gap_sums
+        self.finite_sum += other.finite_sum
+
 
 @dataclass
 class CategoricalWindow:
@@ -135,6 +153,15 @@ class CategoricalWindow:
         counts, missing = category_counts(series)
         self.rows += int(series.size)
         self.missing_count += missing
+        self._add_counts(counts)
+
+    def merge(self, other: CategoricalWindow) -> None:
+        """Fold the counts of another part of the same window into these."""
+        self.rows += other.rows
+        self.missing_count += other.missing_count
+        self._add_counts(other.category_counts)
+
+    def _add_counts(self, counts: dict[str, int]) -> None:
         for key, count in counts.items():
             self.category_counts[key] = self.category_counts.get(key, 0) + count
 
@@ -182,24 +209,42 @@ def iter_chunks(current: pd.DataFrame | Iterable[pd.DataFrame]) -> Iterator[pd.D
         del chunk
 
 
+def empty_window(profile: ReferenceProfile, features: Sequence[str] | None = None) -> Window:
+    """Zero counts for ``features`` of ``profile`` (default: all, in profile order)."""
+    names = list(profile.features) if features is None else list(features)
+    unknown = [name for name in names if name not in profile.features]
+    if unknown:
+        raise ValueError(
+            f"features not in the profile: {unknown}; profiled: {list(profile.features)}"
+        )
+    windows: dict[str, FeatureWindow] = {}
+    for name in names:
+        reference = profile.features[name]
+        if isinstance(reference, NumericProfile):
+            windows[name] = NumericWindow.empty(reference)
+        else:
+            windows[name] = CategoricalWindow()
+    return Window(features=windows)
+
+
 def summarise_window(
-    profile: ReferenceProfile, current: pd.DataFrame | Iterable[pd.DataFrame]
+    profile: ReferenceProfile,
+    current: pd.DataFrame | Iterable[pd.DataFrame],
+    features: Sequence[str] | None = None,
 ) -> Window:
     """Reduce a window (one frame or chunks) to counts against ``profile``.
 
+    ``features`` restricts the summary to some profiled features (a scale-out task
+    summarises one group of features of one part of the window); default: all.
+
     Raises:
-        MissingColumnError: A chunk lacks a profiled column (the error names it).
+        MissingColumnError: A chunk lacks a summarised column (the error names it).
     """
-    features: dict[str, FeatureWindow] = {}
-    for name, reference in profile.features.items():
-        if isinstance(reference, NumericProfile):
-            features[name] = NumericWindow.empty(reference)
-        else:
-            features[name] = CategoricalWindow()
-    window = Window(features=features)
+    window = empty_window(profile, features)
+    names = list(window.features)
     seen_unexpected: set[str] = set()
     for index, chunk in enumerate(iter_chunks(current)):
-        absent = [name for name in profile.features if name not in chunk.columns]
+        absent = [name for name in names if name not in chunk.columns]
         if absent:
             raise MissingColumnError(absent, index)
         for column in chunk.columns:
@@ -207,9 +252,47 @@ def summarise_window(
             if column not in profile.features and column not in seen_unexpected:
                 seen_unexpected.add(column)
                 window.unexpected_columns.append(column)
-        for name, reference in profile.features.items():
-            window.features[name].add(reference, chunk[name])
+        for name in names:
+            window.features[name].add(profile.features[name], chunk[name])
         window.rows += len(chunk)
         window.chunks += 1
         del chunk  # see iter_chunks: one chunk alive at a time
     return window
+
+
+def merge_windows(profile: ReferenceProfile, slices: Iterable[Sequence[Window]]) -> Window:
+    """One window from the summaries of its parts.
+
+    ``slices`` holds, for each consecutive slice of the window's rows in row order, the
+    summaries of that slice's groups of features (disjoint groups, together covering
+    the same features in every slice). Counts add up; floating-point sums are added
+    slice by slice in row order, so the result equals :func:`summarise_window` over the
+    same slices as chunks, bit for bit.
+
+    Raises:
+        ValueError: The groups of a slice overlap or disagree on its rows, or two
+            slices cover different features.
+    """
+    merged: Window | None = None
+    for index, groups in enumerate(slices):
+        names = [name for group in groups for name in group.features]
+        if len(set(names)) != len(names):
+            raise ValueError(f"slice {index}: feature groups overlap ({names})")
+        rows = {group.rows for group in groups}
+        if len(rows) > 1:
+            raise ValueError(f"slice {index}: feature groups disagree on its rows {sorted(rows)}")
+        if merged is None:
+            merged = empty_window(profile, [n for n in profile.features if n in set(names)])
+        elif set(names) != set(merged.features):
+            raise ValueError(
+                f"slice {index} covers {sorted(names)}, the first slice {sorted(merged.features)}"
+            )
+        for group in groups:
+            for name, counts in group.features.items():
+                merged.features[name].merge(counts)
+            for column in group.unexpected_columns:
+                if column not in merged.unexpected_columns:
+                    merged.unexpected_columns.append(column)
+        merged.rows += rows.pop() if rows else 0
+        merged.chunks += max((group.chunks for group in groups), default=0)
+    return merged if merged is not None else empty_window(profile)

@@ -39,6 +39,7 @@ from gates.monitoring import (
     evaluate_monitor,
     group_by_threshold,
 )
+from monitors.partitions import Mapper
 
 log = logging.getLogger(__name__)
 
@@ -200,10 +201,23 @@ def judge_window(
     *,
     monitors: list[Monitor] | None = None,
     source: str | None = None,
+    mapper: Mapper | None = None,
 ) -> WindowVerdict:
-    """Judge ``[start, end)`` with ``monitors`` (default: all of the gate config) and act."""
+    """Judge ``[start, end)`` with ``monitors`` (default: all of the gate config) and act.
+
+    ``mapper`` summarises the window's cells (row slices x feature groups, sized by
+    ``monitoring.partition_rows`` and ``feature_groups``): in this process by default;
+    the drift-check flow passes one that runs them on a Dask cluster. Either way the
+    statistics are the same, bit for bit (:mod:`monitors.partitions`).
+    """
     from data_contracts import Contract, render_html, render_markdown, validate_batch
-    from monitors import check_drift
+    from monitors import check_drift_counts
+    from monitors.partitions import (
+        feature_groups,
+        row_slices,
+        summarise_in_process,
+        summarise_parts,
+    )
 
     start, end = to_utc(start), to_utc(end)
     monitors = list(gates.monitors if monitors is None else monitors)
@@ -223,12 +237,19 @@ def judge_window(
         present = [c for c in contract.columns if c in window.columns]
         contract_result = validate_batch(contract, window[present])
 
+    # Summarised once; each check below only runs statistics on the counts.
+    counts = summarise_parts(
+        profile,
+        row_slices(current, config.monitoring.partition_rows),
+        feature_groups(features, config.monitoring.feature_groups),
+        mapper=mapper or summarise_in_process,
+    )
     results: list[MonitorResult] = []
-    evidence_report = check_drift(profile, current, tests=list(EVIDENCE_TESTS))
+    evidence_report = check_drift_counts(profile, counts, tests=list(EVIDENCE_TESTS))
     for group in group_by_threshold(monitors):
-        report = check_drift(
+        report = check_drift_counts(
             profile,
-            current,
+            counts,
             tests=sorted({m.metric for m in group}),
             thresholds=drift_tests_of(group),
         )
