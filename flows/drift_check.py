@@ -53,10 +53,13 @@ def dask_mapper(cluster: str) -> Mapper:
 
     def summarise_on_dask(profile: ReferenceProfile, cells: list[Cell]) -> list[Window]:
         with dask_task_runner(cluster) as runner:
+            # The profile (megabytes with exact KS breakpoints) goes to each worker once;
+            # distributed resolves the future in every cell's parameters.
+            shared = runner.client.scatter(profile, broadcast=True)
             futures = [
                 runner.submit(
                     summarise_cell_task,
-                    parameters={"profile": profile, "part": part, "features": features},
+                    parameters={"profile": shared, "part": part, "features": features},
                 )
                 for part, features in cells
             ]
