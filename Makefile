@@ -7,7 +7,7 @@ TORCH_SPEC ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: help install demo test lint format clean
+.PHONY: help install demo test soak lint format clean
 
 help:  ## show this help
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -24,9 +24,12 @@ install: $(STAMP)  ## create .venv: pinned torch first, then driftgate with its 
 demo: $(STAMP)  ## the main job: train, log and register the model on embedded defaults
 	$(BIN)/driftgate demo
 
-test: $(STAMP)  ## lint, then the whole test suite
+test: $(STAMP)  ## lint, then the whole test suite (soak variants excluded: make soak)
 	$(BIN)/ruff check .
-	$(BIN)/pytest
+	$(BIN)/pytest -m "not slow"
+
+soak: $(STAMP)  ## the long-running variants of the reliability tests (marker: slow)
+	$(BIN)/pytest -m slow
 
 lint: $(STAMP)  ## ruff check + format check
 	$(BIN)/ruff check .
