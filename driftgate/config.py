@@ -105,6 +105,12 @@ class MonitoringSettings(_Strict):
     feature_groups: int = Field(
         1, ge=1, description="features are summarised in this many groups (Dask scale-out)"
     )
+    max_catch_up_windows: int = Field(
+        24,
+        ge=0,
+        description="a run judges up to this many whole windows missed since the last "
+        "judged one (a failed run, a stopped worker) before the current; 0: none",
+    )
 
 
 class ProjectConfig(_Strict):

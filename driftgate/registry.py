@@ -27,6 +27,9 @@ TAG_DATA_DIGEST = "driftgate.data.train_digest"
 TAG_FEATURES = "driftgate.features"
 TAG_GIT_COMMIT = "driftgate.git_commit"
 TAG_RUN_KIND = "driftgate.run_kind"
+# Written last by log_training_run: a version without it was cut off mid-registration.
+TAG_REGISTRATION = "driftgate.registration"
+REGISTRATION_COMPLETE = "complete"
 # The DVC data version of the training data, on the run and on the model version: the
 # MD5 DVC records for the file in dvc.lock, and that file's path in the project.
 TAG_DVC_DATA_MD5 = "dvc.data_md5"
@@ -179,10 +182,23 @@ def log_training_run(
         TAG_GIT_COMMIT: environment.get("git_commit", "unknown"),
         **{k: f"{v:.6g}" for k, v in metrics.items()},
     }
+    where = f"{model_name} v{version} registered but not completed"
     for key, value in tags.items():
-        client.set_model_version_tag(model_name, version, key, value)
+        _registry_call(where, client.set_model_version_tag, model_name, version, key, value)
     if description:
-        client.update_model_version(model_name, version, description=description)
+        _registry_call(
+            where, client.update_model_version, model_name, version, description=description
+        )
+    # Last, so that a registry failure anywhere above leaves a version without it: such
+    # a half-registered version is never chosen as a candidate (latest_version).
+    _registry_call(
+        where,
+        client.set_model_version_tag,
+        model_name,
+        version,
+        TAG_REGISTRATION,
+        REGISTRATION_COMPLETE,
+    )
     return RegisteredVersion(
         model_name=model_name,
         version=version,
@@ -303,16 +319,34 @@ def _registry_call(what: str, call, *args, **kwargs):
 
 
 def latest_version(tracking: TrackingSettings, model_name: str) -> str:
+    """The newest completely registered version (see TAG_REGISTRATION); versions cut
+    off mid-registration are skipped, with a warning naming them."""
     versions = _registry_call(
         f"cannot list versions of '{model_name}'",
         _client(tracking).search_model_versions,
         f"name='{model_name}'",
     )
-    if not versions:
-        raise RegistryError(
-            f"model '{model_name}' has no registered versions; run `driftgate train`"
+    complete = [int(v.version) for v in versions if is_complete(v.tags)]
+    incomplete = sorted(int(v.version) for v in versions if not is_complete(v.tags))
+    if incomplete and (not complete or max(incomplete) > max(complete)):
+        log.warning(
+            "skipping %s v%s: registration did not complete (no %s tag)",
+            model_name,
+            ", v".join(map(str, incomplete)),
+            TAG_REGISTRATION,
         )
-    return str(max(int(v.version) for v in versions))
+    if not complete:
+        half = f" ({len(incomplete)} half-registered)" if incomplete else ""
+        raise RegistryError(
+            f"model '{model_name}' has no completely registered version{half}; "
+            "run `driftgate train`"
+        )
+    return str(max(complete))
+
+
+def is_complete(version_tags: Mapping[str, str]) -> bool:
+    """Whether a version's registration ran to its end (its last tag is present)."""
+    return version_tags.get(TAG_REGISTRATION) == REGISTRATION_COMPLETE
 
 
 def version_info(tracking: TrackingSettings, model_name: str, version: str) -> VersionInfo:

@@ -92,7 +92,8 @@ def drift_check_flow(
     gates = load_gate_config(config.gates)
     mapper = dask_mapper(dask_cluster) if dask_cluster else None
     summaries = []
-    for start, stop, group in job.plan_windows(gates, end=end, window=window, names=monitor_names):
+    planned = job.plan_recent(config, gates, end=end, window=window, monitor_names=monitor_names)
+    for start, stop, group in planned:
         verdict = judge_window_task(config, gates, start, stop, group, source, mapper)
         logger.info(
             "window %s..%s: %d rows, breached %s, actions %d (report %s)",

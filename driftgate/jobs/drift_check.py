@@ -5,14 +5,17 @@ For a window ``[start, end)``:
 2. validate them against the data contract (Great Expectations);
 3. compute every drift statistic against the champion's reference profile, and, for
    the decisions, one check per group of monitors with their own thresholds;
-4. evaluate each monitor, count consecutive breaches (hysteresis, stored);
+4. evaluate each monitor on the window;
 5. log an MLflow run (one metric per feature and test; the Evidently HTML report, the
    contract result and the drift report as artifacts; tags naming model and window);
-6. take the actions of the monitors that fire: open (or update) a review, pause
-   inference, notify — each idempotent for the same window.
+6. count consecutive breaches (hysteresis, stored) and take the actions of the
+   monitors that fire: open (or update) a review, pause inference, notify — each
+   idempotent for the same window.
 
-The MLflow run is logged before any action so that every action links to its evidence;
-if anything before the actions fails, no action is taken on partial results.
+The MLflow run is logged before any state changes or action, so that every action
+links to its evidence; if anything before that fails, nothing is recorded and no
+action is taken on partial results, and the next run judges the window again
+(catch-up: :func:`plan_recent`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import json
 import logging
 import os
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -288,16 +292,6 @@ def judge_window(
     reviews = review_store(config)
     by_name = {m.name: m for m in monitors}
     try:
-        for result in results:
-            verdict.firings[result.monitor] = reviews.advance(
-                model_name=name,
-                model_version=version,
-                monitor=by_name[result.monitor],
-                result=result,
-                window_start=start,
-                window_end=end,
-            )
-
         with tempfile.TemporaryDirectory() as scratch:
             folder = Path(scratch)
             (folder / "drift.json").write_text(json.dumps(evidence_report.to_dict(), indent=2))
@@ -350,8 +344,13 @@ def judge_window(
                 },
                 artifacts=artifacts,
             )
+            # Named after the monitors too: two deployments judging the same window for
+            # different monitors must not overwrite each other's evidence.
             report_dir = (
-                config.home_dir / "reports" / "drift" / f"{start:%Y%m%dT%H%M}-{end:%Y%m%dT%H%M}"
+                config.home_dir
+                / "reports"
+                / "drift"
+                / f"{start:%Y%m%dT%H%M}-{end:%Y%m%dT%H%M}-{'-'.join(by_name)}"[:200]
             )
             report_dir.mkdir(parents=True, exist_ok=True)
             for path in folder.iterdir():
@@ -359,6 +358,18 @@ def judge_window(
             (report_dir / "summary.md").write_text(verdict.markdown())
             verdict.report_dir = report_dir
 
+        # The hysteresis state advances only once the evidence is logged: a run that
+        # fails before this point leaves the window unjudged, so the next run judges it
+        # again (catch-up) instead of remembering a breach no action was taken on.
+        for result in results:
+            verdict.firings[result.monitor] = reviews.advance(
+                model_name=name,
+                model_version=version,
+                monitor=by_name[result.monitor],
+                result=result,
+                window_start=start,
+                window_end=end,
+            )
         take_actions(config, verdict, by_name, reviews)
         (verdict.report_dir / "summary.md").write_text(verdict.markdown())
     finally:
@@ -478,10 +489,19 @@ def plan_windows(
     end=None,
     window: str | None = None,
     names: list[str] | None = None,
+    last_judged: Mapping[str, pd.Timestamp] | None = None,
+    max_catch_up: int = 0,
 ) -> list[tuple[pd.Timestamp, pd.Timestamp, list[Monitor]]]:
-    """(start, end, monitors) per window: the window ending at ``end`` (default now)
-    for each monitor; monitors sharing a window length share one window. ``window``
-    overrides every monitor's length; ``names`` selects monitors (unknown: ConfigError)."""
+    """(start, end, monitors) per window, in time order per monitor.
+
+    Each monitor gets the window ending at ``end`` (default now); monitors sharing a
+    window length (and a last judged window) share windows. ``window`` overrides every
+    monitor's length; ``names`` selects monitors (unknown: ConfigError).
+
+    Catch-up: when ``last_judged`` (monitor -> end of its last judged window) shows
+    whole windows missed since — a run that failed, a worker that was down — those
+    windows come first, oldest first, at most ``max_catch_up`` of them (the newest).
+    """
     from driftgate.stores.samples import utc_now
     from driftgate.yamlconfig import ConfigError
 
@@ -493,10 +513,68 @@ def plan_windows(
             known = ", ".join(m.name for m in monitors)
             raise ConfigError(f"unknown monitor(s) {', '.join(unknown)}; known: {known}")
         monitors = [m for m in monitors if m.name in names]
-    by_length: dict[pd.Timedelta, list[Monitor]] = {}
+    groups: dict[tuple[pd.Timedelta, pd.Timestamp | None], list[Monitor]] = {}
     for monitor in monitors:
-        by_length.setdefault(parse_duration(window or monitor.window), []).append(monitor)
-    return [(end - length, end, group) for length, group in by_length.items()]
+        last = (last_judged or {}).get(monitor.name)
+        key = (parse_duration(window or monitor.window), to_utc(last) if last else None)
+        groups.setdefault(key, []).append(monitor)
+    planned = []
+    for (length, last), group in groups.items():
+        current_start = end - length
+        missed = []
+        if last is not None and max_catch_up > 0:
+            start = last
+            while start + length <= current_start:
+                missed.append((start, start + length, group))
+                start += length
+            if len(missed) > max_catch_up:
+                log.warning(
+                    "%s: %d windows missed since %s; judging the last %d",
+                    ", ".join(m.name for m in group),
+                    len(missed),
+                    last,
+                    max_catch_up,
+                )
+                missed = missed[-max_catch_up:]
+        planned += [*missed, (current_start, end, group)]
+    return planned
+
+
+def last_judged_ends(config: ProjectConfig, gates: GateConfig) -> dict[str, pd.Timestamp]:
+    """Monitor -> end of the last window judged for the current champion (for catch-up)."""
+    version = registry.alias_version(config.tracking, config.model.name, registry.CHAMPION_ALIAS)
+    if version is None:
+        return {}
+    reviews = review_store(config)
+    try:
+        ends = {
+            m.name: reviews.last_window_end(config.model.name, version, m.name)
+            for m in gates.monitors
+        }
+    finally:
+        reviews.close()
+    return {name: pd.Timestamp(end) for name, end in ends.items() if end is not None}
+
+
+def plan_recent(
+    config: ProjectConfig,
+    gates: GateConfig,
+    *,
+    end=None,
+    window: str | None = None,
+    monitor_names: list[str] | None = None,
+) -> list[tuple[pd.Timestamp, pd.Timestamp, list[Monitor]]]:
+    """The windows a drift-check run judges: the current one for each monitor, after any
+    missed since the last run (``monitoring.max_catch_up_windows``)."""
+    catch_up = config.monitoring.max_catch_up_windows
+    return plan_windows(
+        gates,
+        end=end,
+        window=window,
+        names=monitor_names,
+        last_judged=last_judged_ends(config, gates) if catch_up else None,
+        max_catch_up=catch_up,
+    )
 
 
 def judge_recent(
@@ -511,5 +589,7 @@ def judge_recent(
     """Judge every planned window (see :func:`plan_windows`) without Prefect."""
     return [
         judge_window(config, gates, start, stop, monitors=group, source=source)
-        for start, stop, group in plan_windows(gates, end=end, window=window, names=monitor_names)
+        for start, stop, group in plan_recent(
+            config, gates, end=end, window=window, monitor_names=monitor_names
+        )
     ]

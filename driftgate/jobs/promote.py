@@ -101,6 +101,11 @@ def evaluate_gates(
         champion_for_comparison = champion
     result = GateResult(model_name=name, candidate=candidate, champion=champion)
     info = registry.version_info(tracking, name, candidate)
+    if not registry.is_complete(info.version_tags):
+        raise registry.RegistryError(
+            f"{name} v{candidate} was cut off mid-registration (no "
+            f"{registry.TAG_REGISTRATION} tag); it cannot be a candidate: train again"
+        )
     data = prepare_data(config, enforce_contract=False)
     result.checks.append(_contract_check(data))
     held_out = getattr(data.splits, SPLITS[gates.promotion.split])

@@ -305,6 +305,18 @@ class ReviewStore:
         return _review({**row, **values})
 
     # -- monitor state (hysteresis) ------------------------------------------------
+    def last_window_end(self, model_name: str, model_version: str, monitor: str) -> str | None:
+        """End (ISO, UTC) of the last window judged for this monitor and version, if any."""
+        query = select(monitor_state_table.c.last_window_end_us).where(
+            and_(
+                monitor_state_table.c.model_name == model_name,
+                monitor_state_table.c.model_version == model_version,
+                monitor_state_table.c.monitor == monitor,
+            )
+        )
+        with self.engine.connect() as connection:
+            return _iso(connection.execute(query).scalar())
+
     def advance(
         self,
         *,
