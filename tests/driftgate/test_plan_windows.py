@@ -1,0 +1,101 @@
+"""Which windows a drift-check run judges: the current one, after any missed since the
+last judged window (catch-up), oldest first and bounded."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from driftgate.jobs.drift_check import plan_windows
+from driftgate.yamlconfig import ConfigError
+from gates.config import load_gate_config
+
+END = pd.Timestamp("2035-06-01T12:00", tz="UTC")
+
+
+@pytest.fixture
+def gates():
+    return load_gate_config()
+
+
+def spans(planned):
+    return [(start.strftime("%d %H:%M"), end.strftime("%d %H:%M")) for start, end, _ in planned]
+
+
+def test_without_history_each_window_length_gets_its_current_window(gates):
+    planned = plan_windows(gates, end=END)
+    lengths = {m.window for m in gates.monitors}
+    assert len(planned) == len(lengths)
+    assert all(end == END for _, end, _ in planned)
+    assert sorted(m.name for *_, group in planned for m in group) == sorted(
+        m.name for m in gates.monitors
+    )
+
+
+def test_missed_windows_come_first_oldest_first(gates):
+    last = {"mean-shift-kl": END - pd.Timedelta(hours=3)}
+    planned = plan_windows(
+        gates, end=END, window="1h", names=["mean-shift-kl"], last_judged=last, max_catch_up=24
+    )
+    assert spans(planned) == [
+        ("01 09:00", "01 10:00"),
+        ("01 10:00", "01 11:00"),
+        ("01 11:00", "01 12:00"),
+    ]
+
+
+def test_a_run_on_time_has_nothing_to_catch_up(gates):
+    last = {"mean-shift-kl": END - pd.Timedelta(hours=1)}
+    planned = plan_windows(
+        gates, end=END, window="1h", names=["mean-shift-kl"], last_judged=last, max_catch_up=24
+    )
+    assert spans(planned) == [("01 11:00", "01 12:00")]
+
+
+def test_catch_up_is_bounded_to_the_newest_missed_windows(gates, caplog):
+    last = {"mean-shift-kl": END - pd.Timedelta(hours=100)}
+    planned = plan_windows(
+        gates, end=END, window="1h", names=["mean-shift-kl"], last_judged=last, max_catch_up=2
+    )
+    assert spans(planned) == [
+        ("01 09:00", "01 10:00"),
+        ("01 10:00", "01 11:00"),
+        ("01 11:00", "01 12:00"),
+    ]
+    assert "99 windows missed" in caplog.text
+
+
+def test_no_catch_up_when_disabled_or_off_schedule(gates):
+    last = {"mean-shift-kl": END - pd.Timedelta(hours=5)}
+    off = plan_windows(gates, end=END, window="1h", names=["mean-shift-kl"], last_judged=last)
+    assert spans(off) == [("01 11:00", "01 12:00")]  # max_catch_up=0
+    # Less than a whole window missed before the current one: judged with it, not twice.
+    late = {"mean-shift-kl": END - pd.Timedelta(minutes=90)}
+    planned = plan_windows(
+        gates, end=END, window="1h", names=["mean-shift-kl"], last_judged=late, max_catch_up=24
+    )
+    assert spans(planned) == [("01 11:00", "01 12:00")]
+
+
+def test_monitors_with_different_histories_get_their_own_windows(gates):
+    names = [m.name for m in gates.monitors]
+    assert len(names) >= 2
+    last = {names[0]: END - pd.Timedelta(hours=2), names[1]: END - pd.Timedelta(hours=1)}
+    planned = plan_windows(
+        gates, end=END, window="1h", names=names[:2], last_judged=last, max_catch_up=24
+    )
+    by_monitor = {
+        name: [
+            s
+            for s, (_, _, g) in zip(spans(planned), planned, strict=True)
+            if name in [m.name for m in g]
+        ]
+        for name in names[:2]
+    }
+    assert by_monitor[names[0]] == [("01 10:00", "01 11:00"), ("01 11:00", "01 12:00")]
+    assert by_monitor[names[1]] == [("01 11:00", "01 12:00")]
+
+
+def test_unknown_monitor_names_are_listed(gates):
+    with pytest.raises(ConfigError, match="unknown monitor"):
+        plan_windows(gates, end=END, names=["no-such-monitor"])
