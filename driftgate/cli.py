@@ -330,8 +330,10 @@ def rollback(
     """Move `champion` back to `previous-champion`, with an audit tag."""
     config = _with_model(_load(config_path), model)
     from driftgate import registry
+    from driftgate.jobs.promote import champion_lock
 
-    demoted, restored = registry.rollback_champion(config.tracking, config.model.name, reason)
+    with champion_lock(config):
+        demoted, restored = registry.rollback_champion(config.tracking, config.model.name, reason)
     typer.echo(f"champion of {config.model.name}: v{demoted} -> v{restored} ({reason})")
 
 
@@ -441,6 +443,7 @@ def main() -> None:
     """Console entry point: turn configuration and data errors into exit code 2."""
     from data_contracts.breach import ContractBreach
     from driftgate.registry import RegistryError
+    from driftgate.stores._sql import StoreError
     from training.data import DataError
 
     try:
@@ -454,6 +457,9 @@ def main() -> None:
         sys.exit(EXIT_USAGE)
     except RegistryError as exc:
         typer.echo(f"registry error: {exc}", err=True)
+        sys.exit(EXIT_REGISTRY)
+    except StoreError as exc:  # e.g. another promotion holds the champion lock
+        typer.echo(f"store error: {exc}", err=True)
         sys.exit(EXIT_REGISTRY)
 
 

@@ -6,6 +6,7 @@ functions. No Prefect here, and no MLflow outside :mod:`driftgate.registry`.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -307,6 +308,27 @@ def promote(config: ProjectConfig, result: GateResult) -> str | None:
         raise ValueError(f"v{result.candidate} failed the gate; refusing to promote it")
     if result.champion == result.candidate:
         return None  # already champion: nothing to move
-    return registry.move_champion(
-        config.tracking, config.model.name, result.candidate, expected_champion=result.champion
+    # MLflow aliases are last-writer-wins: two promotions that both checked the same
+    # champion would both "succeed". The lock makes check-and-move one step, so the
+    # second sees the first's champion and refuses (re-run the gate).
+    with champion_lock(config):
+        return registry.move_champion(
+            config.tracking, config.model.name, result.candidate, expected_champion=result.champion
+        )
+
+
+@contextlib.contextmanager
+def champion_lock(config: ProjectConfig):
+    """Hold the per-model lock on ``champion`` in the control store (shared by every
+    promoter that shares ``serving.control_store_url``: point CI runners at one)."""
+    from driftgate.stores.control import ControlStore
+
+    store = ControlStore(
+        config.serving.control_store(config.home_dir),
+        sqlite_synchronous=config.serving.sqlite_synchronous,
     )
+    try:
+        with store.exclusive(f"champion:{config.model.name}"):
+            yield
+    finally:
+        store.close()

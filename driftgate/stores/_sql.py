@@ -22,6 +22,7 @@ SQLite they start with ``BEGIN IMMEDIATE`` (take the write lock up front) via
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -105,14 +106,27 @@ def _configure_sqlite(engine: Engine, synchronous: str) -> None:
 
 
 @contextlib.contextmanager
-def write_transaction(engine: Engine) -> Iterator[Connection]:
+def write_transaction(engine: Engine, busy_timeout_ms: int | None = None) -> Iterator[Connection]:
     """A transaction that holds the write lock from its first statement (SQLite) —
-    commit on success, roll back on error."""
+    commit on success, roll back on error. ``busy_timeout_ms`` replaces SQLite's wait
+    for another writer (SQLITE_BUSY_TIMEOUT_MS) for this transaction."""
+    sqlite = engine.dialect.name == "sqlite"
     with engine.connect() as connection:
-        if engine.dialect.name == "sqlite":
-            connection = connection.execution_options(**{_BEGIN_OPTION: "BEGIN IMMEDIATE"})
-        with connection.begin():
-            yield connection
+        if sqlite and busy_timeout_ms is not None:
+            _set_busy_timeout(connection, busy_timeout_ms)
+        try:
+            if sqlite:
+                connection = connection.execution_options(**{_BEGIN_OPTION: "BEGIN IMMEDIATE"})
+            with connection.begin():
+                yield connection
+        finally:
+            if sqlite and busy_timeout_ms is not None:  # pooled: restore the default
+                _set_busy_timeout(connection, SQLITE_BUSY_TIMEOUT_MS)
+
+
+def _set_busy_timeout(connection: Connection, milliseconds: int) -> None:
+    connection.exec_driver_sql(f"PRAGMA busy_timeout={int(milliseconds)}")
+    connection.commit()
 
 
 def create_tables(engine: Engine, metadata: MetaData, url: str, label: str) -> None:
@@ -122,9 +136,17 @@ def create_tables(engine: Engine, metadata: MetaData, url: str, label: str) -> N
     table exists afterwards, and otherwise becomes a StoreError naming the ``label``
     store (password redacted).
     """
-    try:
-        metadata.create_all(engine, checkfirst=True)
-    except Exception as exc:
-        existing = inspect(engine)
-        if not all(existing.has_table(name) for name in metadata.tables):
-            raise StoreError(f"cannot open {label} store {redact(url)}: {exc}") from exc
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            metadata.create_all(engine, checkfirst=True)
+            return
+        except Exception as exc:
+            existing = inspect(engine)
+            if all(existing.has_table(name) for name in metadata.tables):
+                return
+            # The other creator may not have committed yet (SQLite refuses a second
+            # writer at once rather than waiting): try again while it finishes.
+            if time.monotonic() > deadline:
+                raise StoreError(f"cannot open {label} store {redact(url)}: {exc}") from exc
+            time.sleep(0.05)

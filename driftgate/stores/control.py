@@ -20,8 +20,9 @@ SQLite by default, PostgreSQL by URL (see :mod:`driftgate.stores._sql`).
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 
@@ -40,8 +41,10 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import OperationalError
 
 from driftgate.stores._sql import (
+    StoreError,
     create_store_engine,
     create_tables,
     redact,
@@ -229,6 +232,34 @@ class ControlStore:
 
     def close(self) -> None:
         self.engine.dispose()
+
+    @contextlib.contextmanager
+    def exclusive(self, name: str, timeout_s: float = 60.0) -> Iterator[None]:
+        """Run the block holding the lock ``name``: one holder at a time, across
+        processes and machines that share this store.
+
+        The lock is a transaction: on PostgreSQL an advisory transaction lock, on
+        SQLite the database's write lock (``BEGIN IMMEDIATE``). A holder that crashes
+        loses its connection and with it the lock, so a lock is never left behind.
+        Waiting longer than ``timeout_s`` raises StoreError.
+        """
+        try:
+            with write_transaction(
+                self.engine, busy_timeout_ms=int(timeout_s * 1000)
+            ) as connection:
+                if connection.dialect.name == "postgresql":
+                    connection.execute(text(f"SET LOCAL lock_timeout = {int(timeout_s * 1000)}"))
+                    connection.execute(
+                        text("SELECT pg_advisory_xact_lock(hashtext(:name))"), {"name": name}
+                    )
+                yield
+        except OperationalError as exc:
+            if "locked" in str(exc) or "lock timeout" in str(exc):
+                raise StoreError(
+                    f"lock '{name}' in {redact(self.url)} is held by another process "
+                    f"(waited {timeout_s:g} s)"
+                ) from exc
+            raise
 
     # -- writing -----------------------------------------------------------------
 

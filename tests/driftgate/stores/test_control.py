@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from datetime import UTC, datetime
 
 import pytest
@@ -100,3 +101,76 @@ def test_concurrent_pauses_flip_the_switch_once(store_url):
     assert len(events) == 6 and sum(e.changed for e in events) == 1
     winner = next(c for c in changes if c.changed)
     assert stores[0].state("m").reason == winner.state.reason
+
+
+def test_exclusive_admits_one_holder_at_a_time(store_url):
+    first, second = ControlStore(store_url), ControlStore(store_url)
+    order: list[str] = []
+    inside = threading.Event()
+
+    def hold() -> None:
+        with first.exclusive("champion:m"):
+            order.append("first in")
+            inside.set()
+            time.sleep(0.5)
+            order.append("first out")
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    assert inside.wait(10)
+    with second.exclusive("champion:m"):
+        order.append("second in")
+    thread.join()
+    assert order == ["first in", "first out", "second in"]
+    first.close()
+    second.close()
+
+
+def test_exclusive_times_out_naming_the_lock(store_url):
+    from driftgate.stores._sql import StoreError
+
+    first, second = ControlStore(store_url), ControlStore(store_url)
+    with first.exclusive("champion:m"):
+        started = time.monotonic()
+        held = r"lock 'champion:m' .* is held by another process"
+        with pytest.raises(StoreError, match=held), second.exclusive("champion:m", timeout_s=0.5):
+            pass
+        assert time.monotonic() - started < 5
+    with second.exclusive("champion:m", timeout_s=0.5):  # released: free again
+        pass
+    first.close()
+    second.close()
+
+
+HOLDER = """
+import sys, time
+from driftgate.stores import ControlStore
+with ControlStore(sys.argv[1]).exclusive("champion:m"):
+    print("held", flush=True)
+    time.sleep(600)
+"""
+
+
+def test_a_holder_killed_mid_lock_leaves_no_lock_behind(store_url):
+    import signal
+    import subprocess
+    import sys
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, store_url], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        store = ControlStore(store_url)
+        from driftgate.stores._sql import StoreError
+
+        with pytest.raises(StoreError), store.exclusive("champion:m", timeout_s=0.3):
+            pass
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(10)
+        with store.exclusive("champion:m", timeout_s=10):
+            pass
+        store.close()
+    finally:
+        if holder.poll() is None:
+            holder.kill()
