@@ -174,3 +174,50 @@ def test_a_holder_killed_mid_lock_leaves_no_lock_behind(store_url):
     finally:
         if holder.poll() is None:
             holder.kill()
+
+
+FLIPPER = """
+import sys
+from driftgate.stores import ControlStore
+store = ControlStore(sys.argv[1])
+i = 0
+while True:
+    i += 1
+    store.pause("m", reason=f"flip {i}", actor="crash-test")
+    store.resume("m", reason=f"flop {i}", actor="crash-test")
+    if i == 3:
+        print("flipping", flush=True)
+"""
+
+
+def test_a_writer_killed_mid_flip_leaves_a_readable_switch_that_agrees_with_its_log(
+    store_url,
+):
+    """SIGKILL lands in the middle of pause/resume transactions: afterwards the switch
+    reads, its position is the one the last changing event says, and the store still
+    takes writes (no half-written row, no stuck lock)."""
+    import signal
+    import subprocess
+    import sys
+
+    for delay in (0.05, 0.2, 0.5):
+        writer = subprocess.Popen(
+            [sys.executable, "-c", FLIPPER, store_url], stdout=subprocess.PIPE, text=True
+        )
+        try:
+            assert writer.stdout.readline().strip() == "flipping"
+            time.sleep(delay)
+            writer.send_signal(signal.SIGKILL)
+            writer.wait(10)
+        finally:
+            if writer.poll() is None:
+                writer.kill()
+        store = ControlStore(store_url)
+        state = store.state("m")
+        last_change = next(e for e in store.events("m", limit=50) if e.changed)
+        assert state.paused == (last_change.action == "pause")
+        if state.paused:
+            assert state.reason == last_change.reason
+        store.resume("m", reason="after the crash", actor="test")
+        assert store.state("m").paused is False
+        store.close()
