@@ -124,31 +124,26 @@ def main() -> None:
             summarise_parts(profile, paths[: args.workers], groups[:1], mapper=mapper)
             shared = client.scatter(profile, broadcast=True)
 
+            def raw_dask(client, shared):
+                """Every cell submitted at once, then gathered slice by slice in order."""
+                slices = [
+                    client.map(
+                        summarise_part,
+                        [shared] * len(groups),
+                        [path] * len(groups),
+                        groups,
+                        pure=False,
+                    )
+                    for path in paths
+                ]
+                return [client.gather(futures) for futures in slices]
+
             def worker_peaks() -> int:
                 return sum(client.run(peak_bytes).values())
 
             for name, run in (
                 ("prefect-dask", lambda: judge(summarise_parts(profile, paths, groups, mapper))),
-                (
-                    "dask",
-                    lambda: judge(
-                        merge_windows(
-                            profile,
-                            [
-                                client.gather(
-                                    client.map(
-                                        summarise_part,
-                                        [shared] * len(groups),
-                                        [path] * len(groups),
-                                        groups,
-                                        pure=False,
-                                    )
-                                )
-                                for path in paths
-                            ],
-                        )
-                    ),
-                ),
+                ("dask", lambda: judge(merge_windows(profile, raw_dask(client, shared)))),
             ):
                 client.run(reset_peak)
                 seconds, peak, report = timed(name, run)
