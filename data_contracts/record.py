@@ -120,7 +120,8 @@ class _FieldCheck:
             return "dtype", f"expected {self.dtype}, got {type(value).__name__} {value!r:.40}"
         if self.range_text and not (self.low <= value <= self.high):
             return "range", f"value {value!r} outside {self.range_text}"
-        if self.check_finite and math.isinf(value):
+        # Only floats can be infinite (math.isinf would overflow on a huge int).
+        if self.check_finite and isinstance(value, float | np.floating) and math.isinf(value):
             return "finite", f"infinite value {value!r}"
         if self.categories is not None and value not in self.categories:
             return "categories", f"value {value!r} not in categories {self.categories_text}"

@@ -2,8 +2,9 @@
 
 Endpoints (see docs/serving.md):
 - ``POST /predict``: validate → predict → commit the samples → answer. 422 names the
-  broken fields; 503 while paused (with the reason and review), without a champion,
-  or when the sample store cannot take the samples (then nothing was acknowledged).
+  broken fields (400 when the body is not readable JSON, 413 when it is too large);
+  503 while paused (with the reason and review), without a champion, or when the
+  sample store cannot take the samples (then nothing was acknowledged).
 - ``GET /healthz`` (the process answers), ``GET /readyz`` (a champion is loaded and
   both stores answer), ``GET /metrics`` (Prometheus text format).
 - ``POST /admin/pause``, ``POST /admin/resume``, ``GET /admin/state``: bearer token
@@ -19,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import json
 import logging
 import os
 import re
@@ -30,14 +32,27 @@ from typing import Annotated, Any
 import numpy as np
 from fastapi import Depends, FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictFloat, StrictInt
+from fastapi.routing import APIRoute
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    field_validator,
+)
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from driftgate.config import ProjectConfig
+from driftgate.redaction import redact_credentials
 from driftgate.stores.control import ControlStore
-from driftgate.stores.samples import Sample, SqlSampleStore
+from driftgate.stores.samples import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, Sample, SqlSampleStore
 from serving.champion import ChampionWatcher, LoadedModel
+from serving.limits import BodyLimitMiddleware
 from serving.metrics import MetricsMiddleware, ServiceMetrics
 from serving.pause import PauseSwitchView
 from serving.settings import ServingSettings
@@ -65,6 +80,25 @@ class PredictRequest(BaseModel):
     timestamp: AwareDatetime | None = Field(
         None, description="event time of the records (only if the service accepts it)"
     )
+
+    @field_validator("timestamp", mode="before")
+    @classmethod
+    def _text_only(cls, value: Any) -> Any:
+        # pydantic would read a number (or true) as Unix time, guessing s or ms.
+        if value is not None and not isinstance(value, str):
+            raise ValueError("must be an ISO 8601 string with a time zone")
+        return value
+
+    @field_validator("timestamp")
+    @classmethod
+    def _storable(cls, value: datetime | None) -> datetime | None:
+        # Refused here, not by the store: one unstorable sample would fail the whole
+        # group commit, other clients' requests included.
+        if value is not None and not EARLIEST_TIMESTAMP <= value < LATEST_TIMESTAMP:
+            raise ValueError(
+                f"must lie in [{EARLIEST_TIMESTAMP:%Y-%m-%d}, {LATEST_TIMESTAMP:%Y-%m-%d}) UTC"
+            )
+        return value
 
 
 class PredictResponse(BaseModel):
@@ -118,12 +152,96 @@ async def _service(request: Request) -> ServiceState:
 Service = Annotated[ServiceState, Depends(_service)]
 
 
-def _error(status: int, detail: str, request_id: str | None = None, **extra: Any) -> JSONResponse:
+class SafeJSONResponse(JSONResponse):
+    """JSON with every non-ASCII character escaped.
+
+    Error responses echo field names from the request, and a JSON ``\\ud800`` escape
+    decodes to an unpaired surrogate, which UTF-8 cannot encode: Starlette's
+    ``JSONResponse`` would fail (a 500) where this writes the escape back.
+    """
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(
+            content, ensure_ascii=True, allow_nan=False, separators=(",", ":")
+        ).encode("ascii")
+
+
+def _error(
+    status: int, detail: str, request_id: str | None = None, **extra: Any
+) -> SafeJSONResponse:
     body = {"detail": detail, **extra}
     headers = {REQUEST_ID_HEADER: request_id} if request_id else None
     if request_id:
         body["request_id"] = request_id
-    return JSONResponse(body, status_code=status, headers=headers)
+    return SafeJSONResponse(body, status_code=status, headers=headers)
+
+
+def _body_error(request_id: str, reason: str, status: int = 400, detail: str = "") -> JSONResponse:
+    """The request body cannot be read as JSON at all (or is too large)."""
+    return _error(
+        status,
+        detail or "request body is not readable JSON",
+        request_id,
+        errors=[{"record": None, "field": "body", "reason": reason}],
+    )
+
+
+def _unreadable_reason(cause: BaseException | None) -> str:
+    """Why FastAPI could not decode a body (it raises a bare 400 from the cause)."""
+    if isinstance(cause, UnicodeDecodeError):
+        return f"not valid UTF-8 ({cause.reason} at byte {cause.start})"
+    if isinstance(cause, RecursionError):
+        return "JSON nested too deeply"
+    if isinstance(cause, ValueError):  # e.g. an integer past Python's 4300-digit limit
+        return f"not valid JSON: {cause}"
+    return "not valid JSON"
+
+
+def _unicode_json(body: bytes) -> Any:
+    """``json.loads(body)``, refusing text that is not Unicode.
+
+    JSON may spell an unpaired surrogate (``"\\ud800"``); Python decodes it to a
+    string no UTF-8 store or log can hold, and pydantic reports it under a mangled
+    name. Such a body is refused whole (400, field ``body``). Syntax errors propagate
+    as ``JSONDecodeError``.
+    """
+    data = json.loads(body)
+    stack = [data]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                bad = value[exc.start : exc.end].encode("unicode_escape").decode()
+                raise ValueError(f"text holds an unpaired surrogate ({bad})") from None
+    return data
+
+
+class _UnicodeJSONRequest(Request):
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            self._json = _unicode_json(await self.body())
+        return self._json
+
+
+class _UnicodeJSONRoute(APIRoute):
+    """FastAPI's documented hook for a custom request class: bodies parse with
+    :func:`_unicode_json`; a ValueError becomes FastAPI's 400, which the app's handler
+    turns into the service's error format."""
+
+    def get_route_handler(self):
+        handler = super().get_route_handler()
+
+        async def unicode_json_handler(request: Request) -> Response:
+            return await handler(_UnicodeJSONRequest(request.scope, request.receive))
+
+        return unicode_json_handler
 
 
 def _request_id(request: Request) -> str:
@@ -133,11 +251,13 @@ def _request_id(request: Request) -> str:
 
 def _field_of(location: tuple) -> tuple[int | None, str]:
     """``("body", "records", 3, "temperature")`` -> ``(3, "temperature")``."""
-    parts = [p for p in location if p != "body"]
+    # Only the leading "body": a record may well have a field called "body".
+    parts = list(location[1:] if location[:1] == ("body",) else location)
     if len(parts) >= 2 and parts[0] == "records" and isinstance(parts[1], int):
         # Further parts name the union member that failed ("temperature.float"): drop them.
         return parts[1], str(parts[2]) if len(parts) > 2 else "records"
-    return None, ".".join(str(p) for p in parts) or "body"
+    # A field may be called "" (a JSON key can be empty): name it as it is.
+    return None, ".".join(str(p) for p in parts) if parts else "body"
 
 
 def create_app(config: ProjectConfig, settings: ServingSettings | None = None) -> FastAPI:
@@ -165,20 +285,50 @@ def create_app(config: ProjectConfig, settings: ServingSettings | None = None) -
         title="driftgate inference",
         summary=f"Serves models:/{model_name}@champion and logs every sample.",
         lifespan=lifespan,
+        default_response_class=SafeJSONResponse,
     )
+    app.router.route_class = _UnicodeJSONRoute  # before the routes are declared
+
+    def too_large(scope: dict, limit: int) -> JSONResponse:
+        if scope["path"] == "/predict":
+            metrics.invalid_records.inc()
+        return _body_error(
+            _request_id(Request(scope)),
+            f"larger than {limit} bytes (serving.max_body_bytes)",
+            status=413,
+            detail="request body too large",
+        )
+
+    # Inside the metrics middleware, so that refused bodies are counted too.
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes, refuse=too_large)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        if exc.status_code == 400 and exc.__cause__ is not None:
+            # FastAPI's "error parsing the body": say which error, in the service's format.
+            if request.url.path == "/predict":
+                metrics.invalid_records.inc()
+            return _body_error(_request_id(request), _unreadable_reason(exc.__cause__))
+        return await http_exception_handler(request, exc)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = exc.errors()
+        if request.url.path == "/predict":
+            metrics.invalid_records.inc()
+        syntax = next((e for e in problems if e.get("type") == "json_invalid"), None)
+        if syntax is not None:
+            where = syntax.get("loc", ("body", "?"))[-1]
+            reason = (syntax.get("ctx") or {}).get("error", "JSON decode error")
+            return _body_error(_request_id(request), f"not valid JSON: {reason} (at {where})")
         reasons: dict[tuple, list[str]] = {}
-        for error in exc.errors():
+        for error in problems:
             reasons.setdefault(_field_of(tuple(error.get("loc", ()))), []).append(error["msg"])
         errors = [
             {"record": record, "field": field, "reason": "; ".join(dict.fromkeys(messages))}
             for (record, field), messages in reasons.items()
         ]
-        if request.url.path == "/predict":
-            metrics.invalid_records.inc()
         return _error(422, "invalid request", _request_id(request), errors=errors)
 
     @app.post("/predict", response_model=PredictResponse)
@@ -237,9 +387,13 @@ def create_app(config: ProjectConfig, settings: ServingSettings | None = None) -
         try:
             await asyncio.wait_for(asyncio.wrap_future(committed), _COMMIT_TIMEOUT_SECONDS)
         except Exception as exc:  # store down, timeout: the request is not acknowledged
-            return _error(503, f"sample store unavailable; request not recorded: {exc}", request_id)
+            return _error(
+                503,
+                redact_credentials(f"sample store unavailable; request not recorded: {exc}"),
+                request_id,
+            )
         metrics.records.inc(len(samples))
-        return JSONResponse(
+        return SafeJSONResponse(
             {
                 "request_id": request_id,
                 "model_name": model.name,
@@ -265,7 +419,7 @@ def create_app(config: ProjectConfig, settings: ServingSettings | None = None) -
             "paused": svc.pause.current().paused,
             "problems": problems,
         }
-        return JSONResponse(body, status_code=200 if not problems else 503)
+        return SafeJSONResponse(body, status_code=200 if not problems else 503)
 
     @app.get("/metrics")
     async def metrics_endpoint() -> Response:
@@ -284,7 +438,7 @@ def create_app(config: ProjectConfig, settings: ServingSettings | None = None) -
     @app.exception_handler(_AuthError)
     async def _auth_failed(request: Request, exc: _AuthError) -> JSONResponse:
         headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
-        return JSONResponse({"detail": exc.detail}, status_code=exc.status, headers=headers)
+        return SafeJSONResponse({"detail": exc.detail}, status_code=exc.status, headers=headers)
 
     Admin = Depends(require_admin)
 
@@ -391,7 +545,7 @@ def _readiness_problems(svc: ServiceState) -> list[str]:
         try:
             store.ping()
         except Exception as exc:
-            problems.append(f"{name} unreachable: {exc}")
+            problems.append(redact_credentials(f"{name} unreachable: {exc}"))
     if svc.pause.last_error:
         problems.append(svc.pause.last_error)
     return problems

@@ -26,6 +26,7 @@ import numpy as np
 
 from driftgate import registry
 from driftgate.config import TrackingSettings
+from driftgate.redaction import redact_credentials
 from serving.validation import RecordChecker
 
 log = logging.getLogger(__name__)
@@ -103,7 +104,7 @@ class ChampionWatcher:
                 self.tracking, self.model_name, registry.CHAMPION_ALIAS
             )
         except Exception as exc:
-            self.last_error = f"cannot read the champion alias: {exc}"
+            self.last_error = redact_credentials(f"cannot read the champion alias: {exc}")
             log.warning("%s", self.last_error)
             return False
         if version is None:
@@ -122,7 +123,7 @@ class ChampionWatcher:
             model = load_version(self.tracking, self.model_name, version, self.make_checker)
         except Exception as exc:
             self._failed_version = version
-            self.last_error = f"cannot load {self.model_name} v{version}: {exc}"
+            self.last_error = redact_credentials(f"cannot load {self.model_name} v{version}: {exc}")
             log.error("%s", self.last_error)
             self.on_reload("failed", version)
             return False

@@ -19,6 +19,7 @@ import logging
 import threading
 from collections.abc import Callable
 
+from driftgate.redaction import redact_credentials
 from driftgate.stores.control import ControlStore, PauseState
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,7 @@ class PauseSwitchView:
         try:
             state = self.store.state(self.model_name)
         except Exception as exc:
-            self.last_error = f"cannot read the pause switch: {exc}"
+            self.last_error = redact_credentials(f"cannot read the pause switch: {exc}")
             log.warning("%s", self.last_error)
             return self._state
         self.last_error = None

@@ -18,7 +18,7 @@ ADMIN_TOKEN_ENV = "DRIFTGATE_ADMIN_TOKEN"
 class ServingSettings(BaseModel):
     """How the service is bound, where it writes, how it batches and how often it polls."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     host: str = Field("127.0.0.1", description="bind address; loopback unless told otherwise")
     port: int = Field(8080, ge=0, le=65535)
@@ -53,6 +53,11 @@ class ServingSettings(BaseModel):
         10_000, ge=1, description="requests waiting for a commit before new ones get 503"
     )
     max_records_per_request: int = Field(1_000, ge=1)
+    max_body_bytes: int = Field(
+        16 * 1024 * 1024,
+        ge=1,
+        description="larger request bodies get 413 before they are read into memory",
+    )
     decision_threshold: float = Field(
         0.5, gt=0.0, lt=1.0, description="class 1 when P(class 1) >= this"
     )

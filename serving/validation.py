@@ -68,14 +68,31 @@ class FeatureChecker:
                         name, f"expected a number, got {type(value).__name__}", "model.feature"
                     )
                 )
-            elif not math.isfinite(value):
-                errors.append(FieldError(name, f"non-finite value {value!r}", "model.feature"))
+            elif (problem := _unscorable(value)) is not None:
+                errors.append(FieldError(name, problem, "model.feature"))
         if not self.allow_extra:
             errors.extend(
                 FieldError(str(name), "not a feature of the model", "model.extra_field")
                 for name in sorted(record.keys() - self._known, key=str)
             )
         return errors
+
+
+# The model scores float32: a finite float64 or a Python int beyond this becomes inf.
+FLOAT32_MAX = 3.4028234663852886e38
+
+
+def _unscorable(value: int | float) -> str | None:
+    """Why a number cannot be a model input (non-finite, or past float32), else None."""
+    try:
+        number = float(value)
+    except OverflowError:  # a Python int past float64 (JSON allows 4300 digits)
+        return f"value {value!r:.40} too large for the model's float32 input"
+    if not math.isfinite(number):
+        return f"non-finite value {value!r}"
+    if abs(number) > FLOAT32_MAX:
+        return f"value {value!r:.40} too large for the model's float32 input"
+    return None
 
 
 class ContractChecker:

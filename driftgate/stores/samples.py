@@ -58,6 +58,10 @@ META_COLUMNS = (
 )
 OUTPUT_COLUMNS = ("prediction", "predicted_class")
 SAMPLES_TABLE = "driftgate_samples"
+# Windows come back with pandas datetime64[ns] columns, which span 1677-09-21 to
+# 2262-04-11: the store keeps event times inside this (half-open) range.
+EARLIEST_TIMESTAMP = datetime(1678, 1, 1, tzinfo=UTC)
+LATEST_TIMESTAMP = datetime(2262, 1, 1, tzinfo=UTC)
 
 _metadata = MetaData()
 samples_table = Table(
@@ -127,6 +131,16 @@ def _to_us(moment: object) -> int:
     return to_utc(moment).value // 1000
 
 
+def _storable_us(moment: datetime) -> int:
+    stamp = to_utc(moment)
+    if not EARLIEST_TIMESTAMP <= stamp < LATEST_TIMESTAMP:
+        raise ValueError(
+            f"sample time {moment!r} outside [{EARLIEST_TIMESTAMP:%Y-%m-%d}, "
+            f"{LATEST_TIMESTAMP:%Y-%m-%d})"
+        )
+    return stamp.value // 1000
+
+
 def _json_value(value):
     # JSON has no NaN/Infinity; store them as null (the validator rejects them anyway).
     if isinstance(value, float) and not math.isfinite(value):
@@ -168,8 +182,8 @@ class SqlSampleStore:
             return 0
         rows = [
             {
-                "ts_us": _to_us(s.timestamp),
-                "received_us": _to_us(s.received_at or s.timestamp),
+                "ts_us": _storable_us(s.timestamp),
+                "received_us": _storable_us(s.received_at or s.timestamp),
                 "model_name": s.model_name,
                 "model_version": s.model_version,
                 "request_id": s.request_id,
