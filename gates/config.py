@@ -18,7 +18,7 @@ from driftgate.yamlconfig import load_yaml_model
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class MetricGate(_Strict):

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class TrainParams(BaseModel):
     """Hyper-parameters: the ``train`` section of ``params.yaml`` (shared with DVC)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     seed: int = 42
     hidden_sizes: list[int] = Field(default=[32, 16], min_length=1)
