@@ -21,7 +21,8 @@ from driftgate.commands.deploy import deploy as deploy_command
 from driftgate.commands.options import EXIT_FAILED, EXIT_REGISTRY, EXIT_USAGE, ConfigOption
 from driftgate.commands.options import setup_logging as _setup_logging
 from driftgate.commands.pipeline import CandidateFileOption, PreparedOption, with_prepared
-from driftgate.config import ProjectConfig, load_config
+from driftgate.config import ProjectConfig, load_config, with_model_name
+from driftgate.redaction import redact_credentials
 from driftgate.yamlconfig import ConfigError
 
 app = typer.Typer(
@@ -49,14 +50,15 @@ def _print_training_summary(config: ProjectConfig, summary: dict) -> None:
 
 def _print_where_to_look(config: ProjectConfig) -> None:
     tracking = config.tracking
+    uri = redact_credentials(tracking.uri)
     typer.echo("")
     typer.echo("Where to look:")
-    if tracking.uri.startswith("http"):
-        typer.echo(f"  MLflow UI:  {tracking.uri}")
+    if uri.startswith("http"):
+        typer.echo(f"  MLflow UI:  {uri}")
     else:
         typer.echo(
-            f"  MLflow UI:  mlflow ui --backend-store-uri {tracking.uri} "
-            f"--default-artifact-root {tracking.artifact_location}"
+            f"  MLflow UI:  mlflow ui --backend-store-uri {uri} "
+            f"--default-artifact-root {redact_credentials(str(tracking.artifact_location))}"
         )
         typer.echo("              then open http://127.0.0.1:5000")
     prefect_home = os.environ.get("PREFECT_HOME", str(config.home_dir / "prefect"))
@@ -234,9 +236,7 @@ def _run_loop(config: ProjectConfig, config_arg: str | None, summary: dict) -> N
 
 
 def _with_model(config: ProjectConfig, model: str | None) -> ProjectConfig:
-    if model:
-        config.model = config.model.model_copy(update={"name": model})
-    return config
+    return with_model_name(config, model)
 
 
 @app.command()

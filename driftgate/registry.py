@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from driftgate.config import TrackingSettings
+from driftgate.redaction import redact_credentials
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +38,14 @@ TAG_DVC_DATA_PATH = "dvc.data_path"
 
 
 class RegistryError(RuntimeError):
-    """The tracking store or registry refused or failed an operation."""
+    """The tracking store or registry refused or failed an operation.
+
+    The message never holds credentials: MLflow quotes the URL it failed on, and a
+    tracking URI may carry ``user:password@``.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(redact_credentials(str(message)))
 
 
 @dataclass(frozen=True)
@@ -144,7 +152,7 @@ def log_training_run(
             {
                 TAG_RUN_KIND: "train",
                 **data_version,
-                **{f"env.{k}": v for k, v in environment.items()},
+                **{f"env.{k}": redact_credentials(str(v)) for k, v in environment.items()},
             }
         )
         mlflow.log_params({k: _param_value(v) for k, v in params.items()})
@@ -172,6 +180,9 @@ def log_training_run(
             input_example=input_example,
             registered_model_name=model_name,
             pip_requirements=_pip_requirements(),
+            # Explicit: MLflow's default turns to pickle on Databricks URIs, and
+            # load_pyfunc refuses pickled models.
+            serialization_format="pt2",
         )
     version = str(info.registered_model_version)
     client = MlflowClient()
@@ -184,7 +195,14 @@ def log_training_run(
     }
     where = f"{model_name} v{version} registered but not completed"
     for key, value in tags.items():
-        _registry_call(where, client.set_model_version_tag, model_name, version, key, value)
+        _registry_call(
+            where,
+            client.set_model_version_tag,
+            model_name,
+            version,
+            key,
+            redact_credentials(str(value)),
+        )
     if description:
         _registry_call(
             where, client.update_model_version, model_name, version, description=description
@@ -209,17 +227,50 @@ def log_training_run(
 
 
 def _param_value(value: Any) -> str | int | float | bool:
-    if isinstance(value, str | int | float | bool):
+    if isinstance(value, str):
+        return redact_credentials(value)
+    if isinstance(value, int | float | bool):
         return value
-    return json.dumps(value)
+    return redact_credentials(json.dumps(value))
+
+
+# Files of MLflow's pickle serialisation of a PyTorch model (torch.load of a full
+# pickled module, which runs whatever code the pickle names).
+_PICKLED_MODEL_FILES = ("pickle_module_info.txt", "model.pth")
 
 
 def load_pyfunc(tracking: TrackingSettings, model_uri: str):
-    """Load a registered model (``models:/NAME/VERSION`` or ``models:/NAME@alias``)."""
+    """Load a registered model (``models:/NAME/VERSION`` or ``models:/NAME@alias``).
+
+    Only the PyTorch flavour in the ``pt2`` format (``torch.export``; loading it runs
+    no Python code from the file) is loaded. Anything else in the registry, such as a
+    version logged with ``serialization_format="pickle"``, raises RegistryError before
+    a byte of it is deserialised.
+    """
     import mlflow
 
     use_store(tracking)
-    return mlflow.pyfunc.load_model(model_uri)
+    with tempfile.TemporaryDirectory() as scratch:
+        local = Path(mlflow.artifacts.download_artifacts(artifact_uri=model_uri, dst_path=scratch))
+        refuse_unsafe_model(local, model_uri)
+        return mlflow.pyfunc.load_model(str(local))
+
+
+def refuse_unsafe_model(folder: Path, model_uri: str) -> None:
+    """Raise RegistryError unless ``folder`` holds an MLflow PyTorch model in pt2 format."""
+    import yaml
+
+    try:
+        flavors = yaml.safe_load((folder / "MLmodel").read_text()).get("flavors") or {}
+        data = folder / flavors["pytorch"].get("model_data", "data")
+    except (OSError, AttributeError, KeyError, TypeError, yaml.YAMLError) as exc:
+        raise RegistryError(f"{model_uri}: not an MLflow PyTorch model ({exc!r})") from None
+    pickled = [p.name for p in data.rglob("*") if p.name in _PICKLED_MODEL_FILES]
+    if pickled or not (data / "model.pt2").is_file():
+        raise RegistryError(
+            f"{model_uri}: not in the pt2 (torch.export) format "
+            f"({', '.join(pickled) or 'no model.pt2'}); refusing to load a pickled model"
+        )
 
 
 def run_metrics(tracking: TrackingSettings, run_id: str) -> dict[str, float]:
@@ -425,7 +476,13 @@ def record_gate_result(
         )
     tag_model_version(tracking, model_name, version, check_tags)
     for key, value in check_tags.items():
-        _registry_call(f"cannot tag run {run_id}", client.set_tag, run_id, key, str(value)[:5000])
+        _registry_call(
+            f"cannot tag run {run_id}",
+            client.set_tag,
+            run_id,
+            key,
+            redact_credentials(str(value))[:5000],
+        )
     set_description_paragraph(tracking, model_name, version, DESCRIPTION_GATE, verdict)
 
 
@@ -464,7 +521,7 @@ def set_description_paragraph(
         client.update_model_version,
         model_name,
         version,
-        description=with_paragraph(current, label, text),
+        description=with_paragraph(current, label, redact_credentials(text)),
     )
 
 
@@ -680,7 +737,8 @@ def log_monitoring_run(
     def log() -> str:
         experiment_id = connect(settings)
         with mlflow.start_run(experiment_id=experiment_id, run_name=run_name) as run:
-            mlflow.set_tags({TAG_RUN_KIND: "drift-check", **tags})
+            clean = {k: redact_credentials(str(v)) for k, v in tags.items()}
+            mlflow.set_tags({TAG_RUN_KIND: "drift-check", **clean})
             mlflow.log_params({k: _param_value(v) for k, v in params.items()})
             mlflow.log_metrics({k: v for k, v in metrics.items() if v == v})  # NaN: not logged
             for folder, path in artifacts.items():
@@ -704,5 +762,5 @@ def tag_model_version(
             model_name,
             version,
             key,
-            str(value)[:5000],
+            redact_credentials(str(value))[:5000],
         )

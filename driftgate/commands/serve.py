@@ -19,16 +19,13 @@ from pathlib import Path
 import typer
 
 from driftgate.commands.options import ConfigOption
-from driftgate.config import ProjectConfig, load_config
+from driftgate.config import ProjectConfig, load_config, with_model_name
 
 _ModelOption = typer.Option(None, "--model", "-m", help="Registered model name.")
 
 
 def _config(config_path: Path | None, model: str | None = None) -> ProjectConfig:
-    config = load_config(config_path)
-    if model:
-        config.model = config.model.model_copy(update={"name": model})
-    return config
+    return with_model_name(load_config(config_path), model)
 
 
 def _control_store(config: ProjectConfig):

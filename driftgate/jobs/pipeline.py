@@ -8,6 +8,7 @@ a shared registry. ``promote`` writes a gate summary that ``dvc metrics`` can sh
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from driftgate.jobs.train import TrainingOutcome
@@ -46,6 +47,8 @@ def read_candidate_file(path: Path) -> dict[str, str]:
     missing = [name for name in CANDIDATE_FIELDS if not isinstance(record.get(name), str)]
     if missing:
         raise DataError(f"{path}: missing or non-string field(s): {', '.join(missing)}")
+    if not re.fullmatch(r"[0-9]+", record["version"]):
+        raise DataError(f"{path}: version {record['version']!r} is not a model version number")
     return record
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +19,7 @@ from driftgate import registry
 from driftgate.config import ProjectConfig
 from driftgate.environment import describe_environment
 from driftgate.jobs.train import PreparedData, prepare_data
+from driftgate.yamlconfig import ConfigError
 from gates import checks
 from gates.config import GateConfig
 from gates.metrics import evaluate_metric_gate
@@ -93,6 +95,9 @@ def evaluate_gates(
 ) -> GateResult:
     """Run every gate on ``candidate`` (default: the latest version) and return all results."""
     tracking, name = config.tracking, config.model.name
+    if candidate is not None and not re.fullmatch(r"[0-9]+", str(candidate)):
+        # A version names report folders (promote-NAME-vN): nothing but digits.
+        raise ConfigError(f"candidate {candidate!r}: a model version is a whole number")
     candidate = candidate or registry.latest_version(tracking, name)
     champion = registry.alias_version(tracking, name, registry.CHAMPION_ALIAS)
     if champion == candidate:

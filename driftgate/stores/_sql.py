@@ -66,8 +66,16 @@ def create_store_engine(url: str, *, sqlite_synchronous: str = "FULL") -> Engine
     each connection would see its own empty database.
     """
     url = normalise_url(url)
-    parsed = make_url(url)
-    if parsed.get_backend_name() == "sqlite":
+    try:
+        parsed = make_url(url)
+        backend = parsed.get_backend_name()
+    except Exception as exc:  # ArgumentError, or ValueError for a port such as ":x"
+        # The message may hold the URL: say what is wrong without it (or its password).
+        raise StoreError(
+            f"store URL cannot be parsed ({type(exc).__name__}): use sqlite:///PATH or "
+            "postgresql://USER@HOST/DB"
+        ) from None
+    if backend == "sqlite":
         database = parsed.database or ""
         if database in ("", ":memory:") or database.startswith("file::memory:"):
             raise StoreError(f"{url}: in-memory SQLite cannot be shared; use a file")
@@ -76,14 +84,17 @@ def create_store_engine(url: str, *, sqlite_synchronous: str = "FULL") -> Engine
             raise StoreError(
                 f"sqlite synchronous={sqlite_synchronous!r}; use one of {SQLITE_SYNCHRONOUS_MODES}"
             )
-        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        try:
+            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        except (OSError, ValueError) as exc:  # read-only, a NUL in the path...
+            raise StoreError(f"{url}: cannot create the folder of the SQLite file: {exc}") from exc
         engine = create_engine(
             url,
             connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
         )
         _configure_sqlite(engine, mode)
         return engine
-    if parsed.get_backend_name() == "postgresql":
+    if backend == "postgresql":
         return create_engine(url, pool_pre_ping=True)
     raise StoreError(f"unsupported store URL {redact(url)}: use sqlite:///PATH or postgresql://...")
 
@@ -142,8 +153,12 @@ def create_tables(engine: Engine, metadata: MetaData, url: str, label: str) -> N
             metadata.create_all(engine, checkfirst=True)
             return
         except Exception as exc:
-            existing = inspect(engine)
-            if all(existing.has_table(name) for name in metadata.tables):
+            try:
+                existing = inspect(engine)
+                complete = all(existing.has_table(name) for name in metadata.tables)
+            except Exception:  # unreachable: not a race to wait out
+                raise StoreError(f"cannot open {label} store {redact(url)}: {exc}") from exc
+            if complete:
                 return
             # The other creator may not have committed yet (SQLite refuses a second
             # writer at once rather than waiting): try again while it finishes.
