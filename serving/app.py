@@ -65,6 +65,7 @@ REQUEST_ID_HEADER = "X-Request-ID"
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 # Above this many records, scoring moves off the event loop so it cannot stall it.
 _INLINE_RECORDS = 64
+SAMPLE_STORED_HEADER = "X-Driftgate-Sample-Stored"
 # An acknowledgement waits at most this long for its commit before answering 503.
 _COMMIT_TIMEOUT_SECONDS = 30.0
 
@@ -384,15 +385,25 @@ def create_app(config: ProjectConfig, settings: ServingSettings | None = None) -
             committed = svc.writer.submit(samples)
         except (WriterOverloaded, WriterClosed) as exc:
             return _error(503, f"not accepting samples: {exc}", request_id)
+        stored = True
         try:
             await asyncio.wait_for(asyncio.wrap_future(committed), _COMMIT_TIMEOUT_SECONDS)
-        except Exception as exc:  # store down, timeout: the request is not acknowledged
-            return _error(
-                503,
-                redact_credentials(f"sample store unavailable; request not recorded: {exc}"),
-                request_id,
-            )
-        metrics.records.inc(len(samples))
+        except Exception as exc:  # store down, timeout: the samples are not recorded
+            reason = redact_credentials(f"sample store unavailable: {exc}")
+            if settings.on_store_failure == "fail_closed":
+                return _error(
+                    503,
+                    f"{reason}; request not answered because it could not be recorded "
+                    "(serving.on_store_failure=fail_closed)",
+                    request_id,
+                )
+            # answer_unlogged: the operator chose availability over monitoring; the
+            # answer, a header, a counter and the log all say the sample is missing.
+            log.warning("request %s answered but not stored: %s", request_id, reason)
+            metrics.unstored_records.inc(len(samples))
+            stored = False
+        if stored:
+            metrics.records.inc(len(samples))
         return SafeJSONResponse(
             {
                 "request_id": request_id,
@@ -400,8 +411,9 @@ def create_app(config: ProjectConfig, settings: ServingSettings | None = None) -
                 "model_version": model.version,
                 "probabilities": probabilities.tolist(),
                 "classes": classes.tolist(),
+                "sample_stored": stored,
             },
-            headers={REQUEST_ID_HEADER: request_id},
+            headers={REQUEST_ID_HEADER: request_id, SAMPLE_STORED_HEADER: str(stored).lower()},
         )
 
     @app.get("/healthz")

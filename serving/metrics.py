@@ -38,6 +38,11 @@ class ServiceMetrics:
         self.records = Counter(
             "driftgate_predicted_records", "Records scored and acknowledged.", registry=r
         )
+        self.unstored_records = Counter(
+            "driftgate_unstored_records",
+            "Records answered without being stored (on_store_failure=answer_unlogged).",
+            registry=r,
+        )
         self.invalid_records = Counter(
             "driftgate_invalid_records", "Records refused by validation (422).", registry=r
         )

@@ -26,6 +26,11 @@ class ServingSettings(BaseModel):
     control_store_url: str | None = Field(
         None, description="pause switch and audit log; default: sqlite:///<home>/control.db"
     )
+    on_store_failure: Literal["fail_closed", "answer_unlogged"] = Field(
+        "fail_closed",
+        description="when a sample cannot be stored: refuse the request (503, nothing "
+        "answered that is not recorded) or answer it with sample_stored=false",
+    )
     sqlite_synchronous: Literal["FULL", "NORMAL"] = Field(
         "FULL",
         description="FULL: a commit survives power loss; NORMAL: only a killed process",

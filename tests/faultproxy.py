@@ -11,6 +11,7 @@ tags are written) instead of hoping a timer lands there.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import threading
 from dataclasses import dataclass
@@ -121,3 +122,79 @@ class FaultProxy:
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+class TcpRelay:
+    """A TCP relay in front of a real server (PostgreSQL here) that can be cut.
+
+    :meth:`cut` resets every open connection and refuses new ones — the server is
+    "unreachable" — until :meth:`restore`. Bytes pass through unchanged otherwise.
+    """
+
+    def __init__(self, host: str, port: int) -> None:
+        import socket
+
+        self._upstream = (host, port)
+        self._lock = threading.Lock()
+        self._open: set[socket.socket] = set()
+        self.cut_off = False
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import socket
+
+        while not self._closed:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            if self.cut_off:
+                client.close()
+                continue
+            try:
+                server = socket.create_connection(self._upstream, timeout=10)
+            except OSError:
+                client.close()
+                continue
+            server.settimeout(None)
+            with self._lock:
+                self._open |= {client, server}
+            for source, target in ((client, server), (server, client)):
+                threading.Thread(target=self._pump, args=(source, target), daemon=True).start()
+
+    def _pump(self, source, target) -> None:
+        try:
+            while data := source.recv(65536):
+                target.sendall(data)
+        except OSError:
+            pass  # the other side went away, or the relay was cut
+        finally:
+            for sock in (source, target):
+                self._drop(sock)
+
+    def _drop(self, sock) -> None:
+        import socket
+
+        with self._lock:
+            self._open.discard(sock)
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+        sock.close()
+
+    def cut(self) -> None:
+        self.cut_off = True
+        with self._lock:
+            sockets = list(self._open)
+        for sock in sockets:
+            self._drop(sock)
+
+    def restore(self) -> None:
+        self.cut_off = False
+
+    def close(self) -> None:
+        self._closed = True
+        self.cut()
+        self._listener.close()
