@@ -326,12 +326,9 @@ def promote(config: ProjectConfig, result: GateResult) -> str | None:
 def champion_lock(config: ProjectConfig):
     """Hold the per-model lock on ``champion`` in the control store (shared by every
     promoter that shares ``serving.control_store_url``: point CI runners at one)."""
-    from driftgate.stores.control import ControlStore
+    from driftgate.jobs.drift_check import control_store
 
-    store = ControlStore(
-        config.serving.control_store(config.home_dir),
-        sqlite_synchronous=config.serving.sqlite_synchronous,
-    )
+    store = control_store(config)
     try:
         with store.exclusive(f"champion:{config.model.name}"):
             yield
