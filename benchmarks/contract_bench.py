@@ -22,8 +22,7 @@ import time
 
 import numpy as np
 import pandas as pd
-
-from data_contracts import Contract, RecordValidator, validate_batch
+from driftgate.data_contracts import Contract, RecordValidator, validate_batch
 
 FLOAT_COLUMNS = 20
 
@@ -75,7 +74,7 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=100_000)
     args = parser.parse_args()
 
-    from data_contracts.gx_suite import compile_suite, gx_runtime, result_format
+    from driftgate.data_contracts.gx_suite import compile_suite, gx_runtime, result_format
 
     frame = synthetic_frame(args.rows)
     contract = bench_contract()

@@ -145,7 +145,7 @@ def worker(name: str, rows: int, stream_rows: int, chunk_rows: int) -> dict:
     reference = make_frame(rows, shifted=False, seed=1)
     out: dict = {"contender": name, "rows": rows}
     if name == "stream":
-        from monitors import ReferenceProfile, check_drift
+        from driftgate.monitors import ReferenceProfile, check_drift
 
         profile = ReferenceProfile.fit(reference, sample_rows=0)
         del reference
@@ -176,7 +176,7 @@ def worker(name: str, rows: int, stream_rows: int, chunk_rows: int) -> dict:
     current = make_frame(rows, shifted=True, seed=2)
     out["window_bytes"] = int(current.memory_usage(deep=False).sum())
     if name == "driftgate":
-        from monitors import ReferenceProfile, check_drift
+        from driftgate.monitors import ReferenceProfile, check_drift
 
         start = time.perf_counter()
         profile = ReferenceProfile.fit(reference)

@@ -88,12 +88,11 @@ def main() -> None:
     args = parser.parse_args()
 
     from distributed import Client, LocalCluster
-
-    from flows.drift_check import dask_mapper
-    from monitors import check_drift_counts
-    from monitors.partitions import feature_groups, summarise_part, summarise_parts
-    from monitors.profile import ReferenceProfile
-    from monitors.window import merge_windows
+    from driftgate.flows.drift_check import dask_mapper
+    from driftgate.monitors import check_drift_counts
+    from driftgate.monitors.partitions import feature_groups, summarise_part, summarise_parts
+    from driftgate.monitors.profile import ReferenceProfile
+    from driftgate.monitors.window import merge_windows
 
     with tempfile.TemporaryDirectory(prefix="scaleout-bench-") as scratch:
         folder = Path(scratch)

@@ -49,7 +49,7 @@ def free_port() -> int:
 
 
 def load(url: str, payloads: list[dict], seconds: float, concurrency: int) -> dict:
-    from serving.loadgen import run_load
+    from driftgate.serving.loadgen import run_load
 
     asyncio.run(run_load(url, payloads[:50], concurrency=concurrency, total=200))  # warm-up
     return asyncio.run(run_load(url, payloads, concurrency=concurrency, duration=seconds)).summary()
@@ -132,9 +132,10 @@ def main() -> None:
         # Drift-check wall time per window.
         from datetime import UTC, datetime, timedelta
 
+        from driftgate.gates.config import load_gate_config
+
         from driftgate.jobs.drift_check import judge_window
         from driftgate.stores.samples import Sample, SqlSampleStore
-        from gates.config import load_gate_config
 
         start = datetime(2040, 1, 1, tzinfo=UTC)
         store = SqlSampleStore(config.serving.sample_store(config.home_dir))

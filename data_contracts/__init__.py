@@ -12,11 +12,18 @@ Importing this package does not import Great Expectations (it takes seconds); on
 :func:`validate_batch` does, on first call.
 """
 
-from data_contracts.batch import ContractResult, RuleResult, validate_batch
-from data_contracts.infer import infer_contract
-from data_contracts.model import RULE_KINDS, ColumnSpec, Contract, RowCountSpec, Rule, rule_id
-from data_contracts.record import RecordError, RecordValidator
-from data_contracts.render import render_html, render_markdown
+from driftgate.data_contracts.batch import ContractResult, RuleResult, validate_batch
+from driftgate.data_contracts.infer import infer_contract
+from driftgate.data_contracts.model import (
+    RULE_KINDS,
+    ColumnSpec,
+    Contract,
+    RowCountSpec,
+    Rule,
+    rule_id,
+)
+from driftgate.data_contracts.record import RecordError, RecordValidator
+from driftgate.data_contracts.render import render_html, render_markdown
 
 __all__ = [
     "RULE_KINDS",

@@ -17,8 +17,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from data_contracts.model import Contract, Rule, rule_kind
+from driftgate.data_contracts.model import Contract, Rule, rule_kind
 
 DEFAULT_MAX_EXAMPLES = 5
 # Rules that compare values and so mean nothing once the dtype rule failed (comparing
@@ -135,7 +134,7 @@ def validate_batch(
     """
     # Imported here: GX costs seconds to import, and importing data_contracts (the
     # serving path uses only RecordValidator) should not pay for it.
-    from data_contracts.gx_suite import compile_suite, gx_runtime, result_format
+    from driftgate.data_contracts.gx_suite import compile_suite, gx_runtime, result_format
 
     started = time.perf_counter()
     if not frame.columns.is_unique:

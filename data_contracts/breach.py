@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from data_contracts.batch import ContractResult
-from data_contracts.render import render_markdown
+from driftgate.data_contracts.batch import ContractResult
+from driftgate.data_contracts.render import render_markdown
+
+from driftgate.core.errors import EXIT_CHECK_FAILED, DriftgateError
 
 
-class ContractBreach(Exception):
+class ContractBreach(DriftgateError):
     """Data breaks its contract; ``report`` (Markdown) lists every broken rule."""
+
+    exit_code = EXIT_CHECK_FAILED
 
     def __init__(self, source: str, result: ContractResult) -> None:
         self.result = result

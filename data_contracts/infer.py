@@ -24,8 +24,7 @@ from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
-
-from data_contracts.model import ColumnSpec, Contract, RowCountSpec
+from driftgate.data_contracts.model import ColumnSpec, Contract, RowCountSpec
 
 DEFAULT_QUANTILE = 0.001
 DEFAULT_MARGIN = 0.25

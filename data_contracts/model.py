@@ -28,9 +28,15 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from driftgate.yamlconfig import ConfigError, load_yaml_model, parse_yaml, validate_mapping
+from driftgate.core.yamlconfig import (
+    ConfigError,
+    StrictModel,
+    load_yaml_model,
+    parse_yaml,
+    validate_mapping,
+)
 
 DType = Literal["float", "int", "bool", "string", "datetime"]
 NUMERIC_DTYPES = ("float", "int")
@@ -54,10 +60,8 @@ RULE_KINDS: tuple[str, ...] = RuleKind.__args__  # type: ignore[attr-defined]
 ROW_LEVEL_KINDS = ("dtype", "nulls", "range", "finite", "categories")
 
 
-class RowCountSpec(BaseModel):
+class RowCountSpec(StrictModel):
     """Bounds on the number of rows of a batch (both inclusive)."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     min: int = Field(default=1, ge=0, description="Fewest rows a batch may have.")
     max: int | None = Field(default=None, ge=0, description="Most rows; null means no bound.")
@@ -71,10 +75,8 @@ class RowCountSpec(BaseModel):
         return value
 
 
-class ColumnSpec(BaseModel):
+class ColumnSpec(StrictModel):
     """What one column promises. Unset keys mean "not checked"."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     dtype: DType = Field(description="Type of the values: float, int, bool, string, datetime.")
     description: str | None = None
@@ -159,10 +161,8 @@ class ColumnSpec(BaseModel):
         return self.min is not None or self.max is not None
 
 
-class Contract(BaseModel):
+class Contract(StrictModel):
     """A data set's contract: its columns and table-level promises."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str = Field(min_length=1, description="Data set name, used in reports and suites.")
     description: str | None = None

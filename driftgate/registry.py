@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 from driftgate.config import TrackingSettings
-from driftgate.redaction import redact_credentials
+from driftgate.core.errors import EXIT_BACKEND, DriftgateError
+from driftgate.core.redaction import redact_credentials
 
 log = logging.getLogger(__name__)
 
@@ -37,12 +38,14 @@ TAG_DVC_DATA_MD5 = "dvc.data_md5"
 TAG_DVC_DATA_PATH = "dvc.data_path"
 
 
-class RegistryError(RuntimeError):
+class RegistryError(DriftgateError, RuntimeError):
     """The tracking store or registry refused or failed an operation.
 
     The message never holds credentials: MLflow quotes the URL it failed on, and a
     tracking URI may carry ``user:password@``.
     """
+
+    exit_code = EXIT_BACKEND
 
     def __init__(self, message: str) -> None:
         super().__init__(redact_credentials(str(message)))

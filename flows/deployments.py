@@ -1,6 +1,6 @@
 """Register driftgate's deployments (see :mod:`driftgate.jobs.deploy`) with a Prefect server.
 
-The flows are deployed by module path (``flows.drift_check.drift_check_flow``) to a
+The flows are deployed by module path (``driftgate.flows.drift_check.drift_check_flow``) to a
 ``process`` work pool: a worker started where driftgate is installed (a VM, or the
 container image of ``infra/compose.yaml``) imports them from the package, so nothing is
 built or uploaded. Registering again updates the deployments in place; a monitor removed
@@ -11,6 +11,7 @@ reports the driftgate deployments it did not (re)write.
 from __future__ import annotations
 
 import importlib
+import os
 from dataclasses import dataclass
 
 from driftgate.jobs.deploy import DeploymentPlan
@@ -26,6 +27,13 @@ class Registered:
     work_pool: str
     work_pool_created: bool
     stale: list[str]  # driftgate deployments of this model the plan no longer has
+
+
+def prefect_api_url() -> str | None:
+    """``$PREFECT_API_URL``, else the active Prefect profile's (``prefect config set``)."""
+    from prefect.settings import PREFECT_API_URL
+
+    return os.environ.get("PREFECT_API_URL") or PREFECT_API_URL.value()
 
 
 def _flow_of(entrypoint: str):

@@ -62,7 +62,7 @@ def train_flow(config_path: str | None = None, promote: bool = False) -> dict:
     registered = outcome.registered
     gate = None
     if promote:
-        from flows.promote import validate_and_promote
+        from driftgate.flows.promote import validate_and_promote
 
         gate = validate_and_promote(config_path=config_path, candidate=registered.version)
     return {

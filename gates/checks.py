@@ -18,9 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch import nn
-
-from gates.config import (
+from driftgate.gates.config import (
     DegenerateOutputCheck,
     EnvironmentCheck,
     ExportParityCheck,
@@ -30,7 +28,8 @@ from gates.config import (
     OverfittingCheck,
     ReloadParityCheck,
 )
-from gates.result import CheckResult, fmt
+from driftgate.gates.result import CheckResult, fmt
+from torch import nn
 
 Predict = Callable[[np.ndarray], np.ndarray]
 

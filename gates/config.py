@@ -12,16 +12,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from driftgate.yamlconfig import load_yaml_model
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+from driftgate.core.yamlconfig import StrictModel, load_yaml_model
 
 
-class MetricGate(_Strict):
+class MetricGate(StrictModel):
     """An absolute threshold on a held-out metric, plus optional comparison with the champion.
 
     Semantics follow ``mlflow.models.MetricThreshold``: with ``greater_is_better`` the
@@ -50,30 +46,30 @@ class MetricGate(_Strict):
         return self
 
 
-class PromotionSettings(_Strict):
+class PromotionSettings(StrictModel):
     split: Literal["val", "test"] = Field(
         "test", description="held-out split both candidate and champion are scored on"
     )
     metrics: list[MetricGate] = Field(default_factory=list)
 
 
-class FiniteOutputsCheck(_Strict):
+class FiniteOutputsCheck(StrictModel):
     enabled: bool = True
     edge_samples: int = Field(
         256, ge=1, description="random rows with every feature at a contract bound"
     )
 
 
-class SignatureCheck(_Strict):
+class SignatureCheck(StrictModel):
     enabled: bool = True
 
 
-class DegenerateOutputCheck(_Strict):
+class DegenerateOutputCheck(StrictModel):
     enabled: bool = True
     max_single_class_share: float = Field(0.98, gt=0.0, le=1.0)
 
 
-class LatencyCheck(_Strict):
+class LatencyCheck(StrictModel):
     enabled: bool = True
     batch_sizes: list[int] = Field(default=[1, 1024], min_length=1)
     repeats: int = Field(30, ge=5)
@@ -88,36 +84,36 @@ class LatencyCheck(_Strict):
         return sizes
 
 
-class MemoryCheck(_Strict):
+class MemoryCheck(StrictModel):
     enabled: bool = True
     batch_size: int = Field(10_000, ge=1)
     max_peak_mb: float = Field(512.0, gt=0.0, description="peak RSS growth during inference")
 
 
-class ReloadParityCheck(_Strict):
+class ReloadParityCheck(StrictModel):
     enabled: bool = True
     max_abs_diff: float = Field(0.0, ge=0.0)
 
 
-class ExportParityCheck(_Strict):
+class ExportParityCheck(StrictModel):
     enabled: bool = True
     format: Literal["torchscript", "torch_export"] = "torchscript"
     max_abs_diff: float = Field(1e-5, ge=0.0)
 
 
-class OverfittingCheck(_Strict):
+class OverfittingCheck(StrictModel):
     enabled: bool = True
     metric: Literal["accuracy", "roc_auc", "log_loss"] = "roc_auc"
     max_gap: float = Field(0.1, ge=0.0, description="|train - val| of the metric")
 
 
-class EnvironmentCheck(_Strict):
+class EnvironmentCheck(StrictModel):
     enabled: bool = True
     require_same: list[Literal["python", "torch"]] = Field(default=["python", "torch"])
     level: Literal["major", "minor", "patch"] = "minor"
 
 
-class ModelChecks(_Strict):
+class ModelChecks(StrictModel):
     finite_outputs: FiniteOutputsCheck = FiniteOutputsCheck()
     signature: SignatureCheck = SignatureCheck()
     degenerate_output: DegenerateOutputCheck = DegenerateOutputCheck()
@@ -132,7 +128,7 @@ class ModelChecks(_Strict):
 MonitorAction = Literal["open_review", "pause_inference", "notify"]
 
 
-class Monitor(_Strict):
+class Monitor(StrictModel):
     """A production rule: when ``metric`` on a window exceeds ``threshold``, take ``action``.
 
     ``metric`` is a registered drift test (``kl``, ``ks``, ``missing_share``, ...) or a
@@ -158,7 +154,7 @@ class Monitor(_Strict):
         return schedule
 
 
-class GateConfig(_Strict):
+class GateConfig(StrictModel):
     promotion: PromotionSettings = PromotionSettings()
     model_checks: ModelChecks = ModelChecks()
     monitors: list[Monitor] = Field(default_factory=list)
@@ -174,7 +170,7 @@ class GateConfig(_Strict):
 
 
 def default_gates_path() -> Path:
-    return Path(str(resources.files("gates") / "gates.yaml"))
+    return Path(str(resources.files("driftgate.gates") / "gates.yaml"))
 
 
 def load_gate_config(path: Path | str | None = None) -> GateConfig:

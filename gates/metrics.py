@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from gates.config import MetricGate
-from gates.result import CheckResult, fmt
+from driftgate.gates.config import MetricGate
+from driftgate.gates.result import CheckResult, fmt
 
 # Comparisons forgive float rounding: (0.5 - 0.45) / 0.5 is 0.09999999999999998, and
 # a candidate exactly at a 10% bar must pass it.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
-from gates.config import Monitor
+from driftgate.gates.config import Monitor
 
 CONTRACT_PREFIX = "contract:"
 

@@ -8,7 +8,7 @@ Plain numpy / scipy / pandas; no Prefect, no MLflow.
 >>> report.dataset_drifted, report.share_drifted               # doctest: +SKIP
 """
 
-from monitors.drift import (
+from driftgate.monitors.drift import (
     CORRECTIONS,
     DEFAULT_TESTS,
     DriftConfigError,
@@ -19,9 +19,9 @@ from monitors.drift import (
     check_drift,
     check_drift_counts,
 )
-from monitors.profile import ProfileError, ReferenceProfile
-from monitors.stattests import STATTESTS, StatTest, UnknownStatTestError, get_stattest
-from monitors.window import MissingColumnError
+from driftgate.monitors.profile import ProfileError, ReferenceProfile
+from driftgate.monitors.stattests import STATTESTS, StatTest, UnknownStatTestError, get_stattest
+from driftgate.monitors.window import MissingColumnError
 
 __all__ = [
     "CORRECTIONS",

@@ -23,10 +23,9 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-
-from monitors.profile import NumericProfile, ReferenceProfile
-from monitors.stattests import InsufficientData, get_stattest
-from monitors.window import NumericWindow, Window, summarise_window
+from driftgate.monitors.profile import NumericProfile, ReferenceProfile
+from driftgate.monitors.stattests import InsufficientData, get_stattest
+from driftgate.monitors.window import NumericWindow, Window, summarise_window
 
 Correction = Literal["bonferroni", "bh"]
 CORRECTIONS: tuple[str, ...] = ("bonferroni", "bh")

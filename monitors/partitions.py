@@ -19,9 +19,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pandas as pd
-
-from monitors.profile import ReferenceProfile
-from monitors.window import MissingColumnError, Window, merge_windows, summarise_window
+from driftgate.monitors.profile import ReferenceProfile
+from driftgate.monitors.window import MissingColumnError, Window, merge_windows, summarise_window
 
 WindowPart = pd.DataFrame | str | Path  # rows in memory, or a Parquet file of them
 Cell = tuple[WindowPart, list[str]]  # one part, one group of features

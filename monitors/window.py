@@ -23,8 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-
-from monitors.profile import (
+from driftgate.monitors.profile import (
     CategoricalProfile,
     NumericCounts,
     NumericProfile,

@@ -5,13 +5,13 @@ the sample store with group commit, and honours the durable pause switch. Import
 this package imports nothing heavy; :mod:`serving.app` pulls in FastAPI and numpy.
 """
 
-from serving.settings import ServingSettings
+from driftgate.config.serving import ServingSettings
 
 __all__ = ["ServingSettings", "create_app"]
 
 
 def create_app(*args, **kwargs):
     """See :func:`serving.app.create_app` (imported lazily to keep this package light)."""
-    from serving.app import create_app as _create_app
+    from driftgate.serving.app import create_app as _create_app
 
     return _create_app(*args, **kwargs)

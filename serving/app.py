@@ -30,6 +30,12 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import numpy as np
+from driftgate.serving.champion import ChampionWatcher, LoadedModel
+from driftgate.serving.limits import BodyLimitMiddleware
+from driftgate.serving.metrics import MetricsMiddleware, ServiceMetrics
+from driftgate.serving.pause import PauseSwitchView
+from driftgate.serving.validation import build_checker
+from driftgate.serving.writer import GroupCommitWriter, WriterClosed, WriterOverloaded
 from fastapi import Depends, FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exception_handlers import http_exception_handler
@@ -48,16 +54,10 @@ from pydantic import (
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from driftgate.config import ProjectConfig
-from driftgate.redaction import redact_credentials
+from driftgate.config.serving import ServingSettings
+from driftgate.core.redaction import redact_credentials
 from driftgate.stores.control import ControlStore
 from driftgate.stores.samples import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, Sample, SqlSampleStore
-from serving.champion import ChampionWatcher, LoadedModel
-from serving.limits import BodyLimitMiddleware
-from serving.metrics import MetricsMiddleware, ServiceMetrics
-from serving.pause import PauseSwitchView
-from serving.settings import ServingSettings
-from serving.validation import build_checker
-from serving.writer import GroupCommitWriter, WriterClosed, WriterOverloaded
 
 log = logging.getLogger(__name__)
 

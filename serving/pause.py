@@ -19,7 +19,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from driftgate.redaction import redact_credentials
+from driftgate.core.redaction import redact_credentials
 from driftgate.stores.control import ControlStore, PauseState
 
 log = logging.getLogger(__name__)

@@ -1,9 +1,9 @@
-"""Run the service under uvicorn (``driftgate serve`` and ``python -m serving``)."""
+"""Run the service under uvicorn (``driftgate serve``)."""
 
 from __future__ import annotations
 
 from driftgate.config import ProjectConfig
-from serving.settings import ServingSettings
+from driftgate.config.serving import ServingSettings
 
 # SIGTERM/SIGINT: stop accepting, finish in-flight requests, then the lifespan drains
 # the sample queue. Requests still running after this many seconds are cut off
@@ -26,8 +26,7 @@ def run(
 ) -> None:
     """Serve until interrupted; ``host``/``port`` override the settings."""
     import uvicorn
-
-    from serving.app import create_app
+    from driftgate.serving.app import create_app
 
     settings = settings or serving_settings(config)
     uvicorn.run(

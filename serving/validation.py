@@ -115,7 +115,7 @@ def build_checker(features: Sequence[str], contract_path: str | Path | None) -> 
     """The checker for a model version: contract plus model rules, or model rules only."""
     if contract_path is None:
         return FeatureChecker(features, allow_extra=False)
-    from data_contracts import Contract, RecordValidator
+    from driftgate.data_contracts import Contract, RecordValidator
 
     contract = Contract.load(contract_path)
     nullable = [name for name, spec in contract.columns.items() if spec.nullable is True]

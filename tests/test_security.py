@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from driftgate.yamlconfig import ConfigError
+from driftgate.core.yamlconfig import ConfigError
 from tests.conftest import REPO_ROOT
 
 PACKAGES = ("driftgate", "serving", "training", "monitors", "gates", "data_contracts", "flows")
@@ -241,7 +241,7 @@ def test_a_training_run_records_no_secret(trained_model, secret_project, caplog,
 def test_messages_about_credentialled_urls_are_redacted(tmp_path, monkeypatch):
     from driftgate import registry
     from driftgate.config import TrackingSettings
-    from driftgate.redaction import redact_credentials
+    from driftgate.core.redaction import redact_credentials
     from driftgate.stores import StoreError
     from driftgate.stores.samples import SqlSampleStore
 
@@ -343,8 +343,9 @@ def test_cli_model_option_with_a_path_is_refused(tmp_path):
 
 @pytest.mark.parametrize("candidate", ["1/../../../tmp/x", "../1", "1 ", "²", "-1", "v1"])
 def test_a_candidate_version_cannot_hold_a_path(project_config, candidate):
+    from driftgate.gates.config import load_gate_config
+
     from driftgate.jobs.promote import evaluate_gates
-    from gates.config import load_gate_config
 
     with pytest.raises(ConfigError, match="a model version is a whole number"):
         evaluate_gates(project_config, load_gate_config(), candidate)
@@ -353,8 +354,9 @@ def test_a_candidate_version_cannot_hold_a_path(project_config, candidate):
 def test_a_candidate_file_version_cannot_hold_a_path(tmp_path):
     import json
 
+    from driftgate.training.data import DataError
+
     from driftgate.jobs.pipeline import CANDIDATE_FIELDS, read_candidate_file
-    from training.data import DataError
 
     record = dict.fromkeys(CANDIDATE_FIELDS, "x") | {"version": "../../x"}
     (tmp_path / "candidate.json").write_text(json.dumps(record))

@@ -24,7 +24,7 @@ import yaml
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from driftgate.yamlconfig import ConfigError
+from driftgate.core.yamlconfig import ConfigError
 
 FUZZ = settings(
     max_examples=150,

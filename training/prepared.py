@@ -16,8 +16,7 @@ import hashlib
 from pathlib import Path
 
 import pandas as pd
-
-from training.data import DataError, Splits
+from driftgate.training.data import DataError, Splits
 
 RAW_FILE = "raw.parquet"
 SPLIT_FILES = {

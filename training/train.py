@@ -16,10 +16,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+from driftgate.training.model import Standardization, TabularClassifier
+from driftgate.training.params import TrainParams
 from torch import nn
-
-from training.model import Standardization, TabularClassifier
-from training.params import TrainParams
 
 log = logging.getLogger(__name__)
 

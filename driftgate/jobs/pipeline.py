@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from driftgate.jobs.train import TrainingOutcome
-from training.data import DataError
+from driftgate.training.data import DataError
 
 CANDIDATE_FIELDS = ("model_name", "version", "run_id", "model_uri", "data_md5", "data_path")
 

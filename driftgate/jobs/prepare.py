@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from data_contracts.breach import ContractBreach
 from driftgate.config import ProjectConfig
+from driftgate.data_contracts.breach import ContractBreach
 from driftgate.jobs.train import PreparedData, prepare_data
-from training.prepared import file_md5, save_prepared
+from driftgate.training.prepared import file_md5, save_prepared
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ def run_prepare(config: ProjectConfig, out_dir: Path, report_dir: Path) -> Prepa
 
 
 def _write_contract_reports(data: PreparedData, folder: Path) -> dict[str, Path]:
-    from data_contracts import render_markdown
+    from driftgate.data_contracts import render_markdown
 
     result = data.contract_result
     if result is None:

@@ -17,16 +17,16 @@ import numpy as np
 
 from driftgate import registry
 from driftgate.config import ProjectConfig
+from driftgate.core.yamlconfig import ConfigError
 from driftgate.environment import describe_environment
+from driftgate.gates import checks
+from driftgate.gates.config import GateConfig
+from driftgate.gates.metrics import evaluate_metric_gate
+from driftgate.gates.result import CheckResult, GateResult
 from driftgate.jobs.train import PreparedData, prepare_data
-from driftgate.yamlconfig import ConfigError
-from gates import checks
-from gates.config import GateConfig
-from gates.metrics import evaluate_metric_gate
-from gates.result import CheckResult, GateResult
-from training.data import feature_matrix
-from training.evaluate import METRIC_NAMES, classification_metrics
-from training.model import TabularClassifier
+from driftgate.training.data import feature_matrix
+from driftgate.training.evaluate import METRIC_NAMES, classification_metrics
+from driftgate.training.model import TabularClassifier
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ def _metrics_on(predict, frame, data: PreparedData) -> tuple[np.ndarray, dict[st
 def _bounds(data: PreparedData) -> tuple[np.ndarray, np.ndarray]:
     """Per-feature bounds of valid inputs: the data contract's min/max, else the
     training data's observed range for features the contract leaves open."""
-    from data_contracts import Contract
+    from driftgate.data_contracts import Contract
 
     train = feature_matrix(data.splits.train, data.features)
     lower, upper = train.min(axis=0), train.max(axis=0)

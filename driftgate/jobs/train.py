@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from data_contracts.breach import ContractBreach
 from driftgate import registry
 from driftgate.config import DataSettings, ProjectConfig
+from driftgate.data_contracts.breach import ContractBreach
 from driftgate.environment import describe_environment
-from training.data import (
+from driftgate.training.data import (
     DATE_COLUMN,
     DataError,
     Splits,
@@ -27,10 +27,10 @@ from training.data import (
     resolve_source,
     split_periods,
 )
-from training.evaluate import classification_metrics, prefixed
-from training.model import predict_proba
-from training.prepared import SPLIT_FILES, file_md5, load_splits
-from training.train import EpochRecord, TrainingResult, train_classifier
+from driftgate.training.evaluate import classification_metrics, prefixed
+from driftgate.training.model import predict_proba
+from driftgate.training.prepared import SPLIT_FILES, file_md5, load_splits
+from driftgate.training.train import EpochRecord, TrainingResult, train_classifier
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +141,7 @@ def _relative_to(path: Path, root: Path) -> str:
 def check_contract(contract_path: str, frame: pd.DataFrame, source: str, enforce: bool = True):
     """Validate ``frame`` (the reference period) with Great Expectations; raise
     ContractBreach listing every broken rule, so nothing trains on broken data."""
-    from data_contracts import Contract, validate_batch
+    from driftgate.data_contracts import Contract, validate_batch
 
     result = validate_batch(Contract.load(contract_path), frame)
     if enforce and not result.passed:
@@ -249,7 +249,7 @@ def register_model(
 
 def fit_reference_profile(data: PreparedData, model_name: str):
     """Fit the drift monitors' reference on the training split: fit once, score many."""
-    from monitors.profile import ReferenceProfile
+    from driftgate.monitors.profile import ReferenceProfile
 
     return ReferenceProfile.fit(
         data.splits.train[data.features],
@@ -260,7 +260,7 @@ def fit_reference_profile(data: PreparedData, model_name: str):
 
 def _write_contract_files(data: PreparedData, folder: Path) -> Path:
     """The contract and its result on the reference period, for the run's artifacts."""
-    from data_contracts import render_html, render_markdown
+    from driftgate.data_contracts import render_html, render_markdown
 
     folder = folder / "data_contract"
     folder.mkdir()

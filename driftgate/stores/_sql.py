@@ -29,14 +29,18 @@ from pathlib import Path
 from sqlalchemy import Connection, Engine, MetaData, create_engine, event, inspect
 from sqlalchemy.engine import make_url
 
+from driftgate.core.errors import EXIT_BACKEND, DriftgateError
+
 SQLITE_SYNCHRONOUS_MODES = ("FULL", "NORMAL", "EXTRA")
 # How long a SQLite connection waits for another writer's lock before failing.
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 _BEGIN_OPTION = "driftgate_sqlite_begin"
 
 
-class StoreError(RuntimeError):
+class StoreError(DriftgateError, RuntimeError):
     """A store cannot be opened or refused an operation; the message names the store."""
+
+    exit_code = EXIT_BACKEND
 
 
 def normalise_url(url: str) -> str:

@@ -39,6 +39,8 @@ from sqlalchemy import (
     update,
 )
 
+from driftgate.gates.config import Monitor
+from driftgate.gates.monitoring import Firing, MonitorResult, apply_hysteresis
 from driftgate.stores._sql import (
     StoreError,
     create_store_engine,
@@ -47,8 +49,6 @@ from driftgate.stores._sql import (
     write_transaction,
 )
 from driftgate.stores.samples import to_utc
-from gates.config import Monitor
-from gates.monitoring import Firing, MonitorResult, apply_hysteresis
 
 REVIEWS_TABLE = "driftgate_reviews"
 MONITOR_STATE_TABLE = "driftgate_monitor_state"

@@ -5,7 +5,7 @@
 'distance'
 """
 
-from monitors.stattests import (  # noqa: F401 - importing registers each test
+from driftgate.monitors.stattests import (  # noqa: F401 - importing registers each test
     chi2,
     js,
     kl,
@@ -15,7 +15,7 @@ from monitors.stattests import (  # noqa: F401 - importing registers each test
     psi,
     wasserstein,
 )
-from monitors.stattests.registry import (
+from driftgate.monitors.stattests.registry import (
     STATTESTS,
     InsufficientData,
     StatTest,

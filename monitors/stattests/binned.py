@@ -16,9 +16,8 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-
-from monitors.profile import CategoricalProfile, FeatureProfile, NumericProfile
-from monitors.stattests.registry import InsufficientData
+from driftgate.monitors.profile import CategoricalProfile, FeatureProfile, NumericProfile
+from driftgate.monitors.stattests.registry import InsufficientData
 
 EPSILON = 1e-4
 

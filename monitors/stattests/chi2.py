@@ -19,12 +19,11 @@ breaks on unseen categories (expected count 0), hence this deliberate difference
 from __future__ import annotations
 
 import numpy as np
+from driftgate.monitors.profile import CategoricalProfile
+from driftgate.monitors.stattests.binned import bin_counts
+from driftgate.monitors.stattests.registry import InsufficientData, StatTest, TestOutcome, register
+from driftgate.monitors.window import CategoricalWindow
 from scipy import stats
-
-from monitors.profile import CategoricalProfile
-from monitors.stattests.binned import bin_counts
-from monitors.stattests.registry import InsufficientData, StatTest, TestOutcome, register
-from monitors.window import CategoricalWindow
 
 MAX_LISTED_UNSEEN = 20
 

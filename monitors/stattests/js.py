@@ -14,9 +14,8 @@ our value by ``sqrt(ln 2)`` to compare on the same bins.
 from __future__ import annotations
 
 import numpy as np
-
-from monitors.stattests.binned import proportions
-from monitors.stattests.registry import StatTest, TestOutcome, register
+from driftgate.monitors.stattests.binned import proportions
+from driftgate.monitors.stattests.registry import StatTest, TestOutcome, register
 
 
 def jensen_shannon_distance(p: np.ndarray, q: np.ndarray) -> float:

@@ -13,9 +13,8 @@ one Evidently uses.
 from __future__ import annotations
 
 import numpy as np
-
-from monitors.stattests.binned import proportions, smooth
-from monitors.stattests.registry import StatTest, TestOutcome, register
+from driftgate.monitors.stattests.binned import proportions, smooth
+from driftgate.monitors.stattests.registry import StatTest, TestOutcome, register
 
 
 def kl_divergence(p: np.ndarray, q: np.ndarray) -> float:

@@ -11,9 +11,9 @@ report's feature info and move the KS and binned statistics).
 
 from __future__ import annotations
 
-from monitors.profile import NumericProfile
-from monitors.stattests.registry import InsufficientData, StatTest, TestOutcome, register
-from monitors.window import NumericWindow
+from driftgate.monitors.profile import NumericProfile
+from driftgate.monitors.stattests.registry import InsufficientData, StatTest, TestOutcome, register
+from driftgate.monitors.window import NumericWindow
 
 
 def standardised(difference: float, std: float) -> float:

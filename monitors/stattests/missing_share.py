@@ -10,7 +10,7 @@ rising missing share visible, since every other test excludes missing values.
 
 from __future__ import annotations
 
-from monitors.stattests.registry import InsufficientData, StatTest, TestOutcome, register
+from driftgate.monitors.stattests.registry import InsufficientData, StatTest, TestOutcome, register
 
 
 def missing_share_test(reference, current) -> TestOutcome:

@@ -10,9 +10,8 @@ symmetric (it equals ``KL(ref||cur) + KL(cur||ref)``). Same bins and smoothing a
 from __future__ import annotations
 
 import numpy as np
-
-from monitors.stattests.binned import proportions, smooth
-from monitors.stattests.registry import StatTest, TestOutcome, register
+from driftgate.monitors.stattests.binned import proportions, smooth
+from driftgate.monitors.stattests.registry import StatTest, TestOutcome, register
 
 
 def population_stability_index(p_ref: np.ndarray, p_cur: np.ndarray) -> float:

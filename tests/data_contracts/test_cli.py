@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 import typer
+from driftgate.data_contracts import Contract
 from typer.testing import CliRunner
 
-from data_contracts import Contract
 from driftgate.commands.contract import contract_app
 
 from .conftest import CONTRACT_PATH, with_documented_edits

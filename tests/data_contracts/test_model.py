@@ -6,10 +6,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from driftgate.data_contracts import RULE_KINDS, Contract
+from driftgate.data_contracts.model import rule_kind
 
-from data_contracts import RULE_KINDS, Contract
-from data_contracts.model import rule_kind
-from driftgate.yamlconfig import ConfigError
+from driftgate.core.yamlconfig import ConfigError
 
 from .conftest import CONTRACT_PATH
 

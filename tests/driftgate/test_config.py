@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from driftgate.config import load_config
-from driftgate.yamlconfig import ConfigError
+from driftgate.core.yamlconfig import ConfigError
 
 DRIFTGATE = [sys.executable, "-m", "driftgate.cli"]
 

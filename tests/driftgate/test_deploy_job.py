@@ -5,9 +5,9 @@ from __future__ import annotations
 import importlib
 
 import pytest
+from driftgate.gates.config import load_gate_config
 
 from driftgate.jobs.deploy import describe, plan_deployments
-from gates.config import load_gate_config
 
 
 @pytest.fixture

@@ -9,13 +9,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from driftgate.gates.config import load_gate_config
 from mlflow import MlflowClient
 
 from driftgate import registry
 from driftgate.jobs import drift_check as job
 from driftgate.stores.control import ControlStore
 from driftgate.stores.samples import Sample, SqlSampleStore
-from gates.config import load_gate_config
 
 CALM = ("2030-01-01", "2030-01-02")
 DRIFT_1 = ("2030-01-02", "2030-01-03")

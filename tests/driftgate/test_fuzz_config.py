@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from driftgate.config import load_config
-from driftgate.yamlconfig import ConfigError
+from driftgate.core.yamlconfig import ConfigError
 from tests.conftest import REPO_ROOT
 from tests.yaml_mutations import FUZZ, assert_loads_or_config_error, write, yaml_files
 

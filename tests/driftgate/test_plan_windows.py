@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from driftgate.gates.config import load_gate_config
 
+from driftgate.core.yamlconfig import ConfigError
 from driftgate.jobs.drift_check import plan_windows
-from driftgate.yamlconfig import ConfigError
-from gates.config import load_gate_config
 
 END = pd.Timestamp("2035-06-01T12:00", tz="UTC")
 

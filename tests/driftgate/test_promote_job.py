@@ -14,16 +14,16 @@ from xml.etree import ElementTree
 
 import pytest
 import torch
+from driftgate.gates.config import load_gate_config
+from driftgate.training.model import TabularClassifier
+from driftgate.training.train import TrainParams
 from mlflow import MlflowClient
 
 from driftgate import registry
 from driftgate.config import load_config
 from driftgate.jobs import promote as promote_job
 from driftgate.jobs import train as train_job
-from gates.config import load_gate_config
 from tests.driftgate.lenient_gates import LENIENT_GATES
-from training.model import TabularClassifier
-from training.train import TrainParams
 
 
 class NaNAtHighVisibility(TabularClassifier):

@@ -12,12 +12,12 @@ from __future__ import annotations
 import threading
 
 import pytest
+from driftgate.gates.result import CheckResult, GateResult
 from mlflow import MlflowClient
 
 from driftgate import registry
 from driftgate.config import load_config
 from driftgate.jobs import promote as promote_job
-from gates.result import CheckResult, GateResult
 from tests.conftest import MlflowServer
 
 MODEL = "raced"

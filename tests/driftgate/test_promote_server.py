@@ -1,13 +1,13 @@
 """Promotion over HTTP against a real MLflow server that goes away mid-promotion."""
 
 import pytest
+from driftgate.gates.config import load_gate_config
 from mlflow import MlflowClient
 
 from driftgate import registry
 from driftgate.config import load_config
 from driftgate.jobs import promote as promote_job
 from driftgate.jobs.train import run_training
-from gates.config import load_gate_config
 
 
 def test_registry_outage_leaves_aliases_unchanged_and_a_retry_succeeds(

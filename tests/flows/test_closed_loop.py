@@ -15,13 +15,13 @@ import httpx
 import numpy as np
 import pandas as pd
 import pytest
+from driftgate.flows.drift_check import drift_check_flow
 from mlflow import MlflowClient
 
 from driftgate import registry
 from driftgate.config import load_config
 from driftgate.jobs import demo as loop
 from driftgate.jobs.drift_check import control_store, review_store
-from flows.drift_check import drift_check_flow
 from tests.conftest import free_port
 
 DAYS = {"calm": "2031-03-01", "drift_1": "2031-03-02", "drift_2": "2031-03-03", "gap": "2031-03-04"}

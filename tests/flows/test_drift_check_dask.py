@@ -11,17 +11,22 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from driftgate.flows.drift_check import dask_mapper, drift_check_flow
+from driftgate.gates.config import load_gate_config
+from driftgate.monitors import check_drift_counts
+from driftgate.monitors.partitions import (
+    feature_groups,
+    row_slices,
+    summarise_in_process,
+    summarise_parts,
+)
+from driftgate.monitors.profile import ReferenceProfile
 from mlflow import MlflowClient
 
 from driftgate import registry
 from driftgate.config import load_config
 from driftgate.jobs import drift_check as job
 from driftgate.stores.samples import Sample, SqlSampleStore
-from flows.drift_check import dask_mapper, drift_check_flow
-from gates.config import load_gate_config
-from monitors import check_drift_counts
-from monitors.partitions import feature_groups, row_slices, summarise_in_process, summarise_parts
-from monitors.profile import ReferenceProfile
 
 TESTS = ["ks", "kl", "psi", "js", "wasserstein", "missing_share", "mean_shift"]
 DAY = ("2033-05-01", "2033-05-02")

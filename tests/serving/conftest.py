@@ -42,7 +42,7 @@ class Registered:
         client.set_registered_model_alias(self.config.model.name, "champion", version)
 
     def expected(self, version: str, records: list[dict]) -> np.ndarray:
-        from training.model import predict_proba
+        from driftgate.training.model import predict_proba
 
         matrix = np.array([[r[f] for f in self.features] for r in records], dtype=np.float32)
         return predict_proba(self.versions[version], matrix)
@@ -51,9 +51,10 @@ class Registered:
 @pytest.fixture(scope="session")
 def registered(tmp_path_factory) -> Registered:
     """Two versions of a small model in a fresh MLflow store; champion -> v1."""
+    from driftgate.training.params import TrainParams
+
     from driftgate.config import load_config
     from driftgate.jobs import train as job
-    from training.params import TrainParams
 
     root = tmp_path_factory.mktemp("serving-project")
     # The store is pinned: no MLFLOW_TRACKING_URI in the environment can redirect it.
@@ -103,8 +104,7 @@ class ThreadedService:
 
     def __init__(self, config, settings) -> None:
         import uvicorn
-
-        from serving.app import create_app
+        from driftgate.serving.app import create_app
 
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"

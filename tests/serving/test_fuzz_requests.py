@@ -25,13 +25,13 @@ import math
 
 import numpy as np
 import pytest
+from driftgate.data_contracts import Contract
+from driftgate.serving.validation import build_checker
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from data_contracts import Contract
+from driftgate.config.serving import ServingSettings
 from driftgate.stores.samples import SqlSampleStore
-from serving.settings import ServingSettings
-from serving.validation import build_checker
 from tests.serving.conftest import REPO_ROOT, ThreadedService, records_of
 
 MAX_RECORDS = 20

@@ -13,9 +13,9 @@ import json
 import signal
 
 import pytest
+from driftgate.serving.loadgen import run_load
 
 from driftgate.stores.samples import SqlSampleStore
-from serving.loadgen import run_load
 from tests.conftest import free_port
 from tests.serving.conftest import records_of
 from tests.serving.test_sigkill import start_service

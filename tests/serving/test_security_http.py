@@ -26,7 +26,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from serving.settings import ServingSettings
+from driftgate.config.serving import ServingSettings
 from tests.conftest import free_port
 from tests.driftgate.stores.conftest import _postgres_database
 from tests.serving.conftest import ADMIN_TOKEN, ThreadedService, admin_headers, records_of

@@ -15,9 +15,9 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
+from driftgate.config.serving import ServingSettings
 from driftgate.stores.control import ControlStore
 from driftgate.stores.samples import SqlSampleStore
-from serving.settings import ServingSettings
 from tests.serving.conftest import (
     ADMIN_TOKEN,
     ThreadedService,

@@ -20,9 +20,9 @@ import threading
 import time
 
 import httpx
+from driftgate.serving.loadgen import run_load
 
 from driftgate.stores.samples import SqlSampleStore
-from serving.loadgen import run_load
 from tests.conftest import free_port
 from tests.serving.conftest import REPO_ROOT, records_of
 
@@ -32,8 +32,8 @@ LOAD_SECONDS = 2.0
 LAUNCHER = """
 import sys
 from driftgate.config import load_config
-from serving.server import run
-from serving.settings import ServingSettings
+from driftgate.serving.server import run
+from driftgate.config.serving import ServingSettings
 
 config = load_config(sys.argv[1])
 settings = ServingSettings.model_validate_json(sys.argv[2])

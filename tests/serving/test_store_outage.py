@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pytest
 
+from driftgate.config.serving import ServingSettings
 from driftgate.stores.samples import SqlSampleStore
-from serving.settings import ServingSettings
 from tests.driftgate.stores.conftest import _postgres_database
 from tests.faultproxy import TcpRelay
 from tests.serving.conftest import ThreadedService, records_of

@@ -1,7 +1,6 @@
 import numpy as np
 import torch
-
-from training.model import Standardization, TabularClassifier, predict_proba
+from driftgate.training.model import Standardization, TabularClassifier, predict_proba
 
 
 def test_standardization_uses_the_given_rows_and_guards_constant_features():

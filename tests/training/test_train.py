@@ -1,8 +1,7 @@
 import numpy as np
 import pytest
 import torch
-
-from training.train import TrainingDivergedError, TrainParams, train_classifier
+from driftgate.training.train import TrainingDivergedError, TrainParams, train_classifier
 
 
 def separable(n: int = 600, seed: int = 0):

@@ -1,11 +1,11 @@
 """Reviews and monitor state on SQLite and on the real PostgreSQL server."""
 
 import pytest
+from driftgate.gates.config import Monitor
+from driftgate.gates.monitoring import MonitorResult
 
 from driftgate.stores._sql import StoreError
 from driftgate.stores.reviews import ReviewStore
-from gates.config import Monitor
-from gates.monitoring import MonitorResult
 
 W1 = ("2026-01-01T00:00:00Z", "2026-01-01T01:00:00Z")
 W2 = ("2026-01-01T01:00:00Z", "2026-01-01T02:00:00Z")

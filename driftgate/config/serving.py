@@ -10,15 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from driftgate.core.yamlconfig import StrictModel
 
 ADMIN_TOKEN_ENV = "DRIFTGATE_ADMIN_TOKEN"
 
 
-class ServingSettings(BaseModel):
+class ServingSettings(StrictModel):
     """How the service is bound, where it writes, how it batches and how often it polls."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     host: str = Field("127.0.0.1", description="bind address; loopback unless told otherwise")
     port: int = Field(8080, ge=0, le=65535)

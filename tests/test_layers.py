@@ -1,0 +1,171 @@
+"""Code tests: imports point down the layers of docs/architecture.md, never up.
+
+The rules are read from the source files themselves (every ``import`` and ``from``
+statement, including those inside functions), so a lazy import cannot hide an arrow
+that runs back up.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+# Folder in the repository -> its package in the one import namespace (see setup.py).
+PACKAGE_FOLDERS = {
+    "driftgate": "driftgate",
+    "flows": "driftgate.flows",
+    "monitors": "driftgate.monitors",
+    "gates": "driftgate.gates",
+    "data_contracts": "driftgate.data_contracts",
+    "training": "driftgate.training",
+    "serving": "driftgate.serving",
+}
+
+# Layer of each package, bottom (0) to top. A module may import its own layer and below.
+LAYERS: dict[str, int] = {
+    "driftgate.core": 0,
+    "driftgate.training": 1,
+    "driftgate.monitors": 1,
+    "driftgate.data_contracts": 1,
+    "driftgate.gates": 1,
+    "driftgate.config": 2,
+    "driftgate.registry": 2,
+    "driftgate.stores": 2,
+    "driftgate.environment": 2,
+    "driftgate.notify": 2,
+    "driftgate.jobs": 3,
+    "driftgate.flows": 4,
+    "driftgate.serving": 4,
+    "driftgate.commands": 5,
+    "driftgate.cli": 5,
+    "driftgate": 5,  # driftgate/__init__.py
+}
+LAYER_NAMES = {0: "core", 1: "domain", 2: "adapters", 3: "jobs", 4: "flows/serving", 5: "CLI"}
+
+# Packages on one layer that must still not import each other.
+FORBIDDEN_SIDEWAYS = {
+    ("driftgate.serving", "driftgate.flows"),
+    ("driftgate.flows", "driftgate.serving"),
+}
+
+# Third-party frameworks and the only packages allowed to import them.
+FRAMEWORK_OWNERS = {
+    "prefect": ("driftgate.flows",),
+    "prefect_dask": ("driftgate.flows",),
+    "mlflow": ("driftgate.registry",),
+    "fastapi": ("driftgate.serving",),
+    "uvicorn": ("driftgate.serving",),
+    # Evidently renders the people-facing report; it sits beside the statistics.
+    "evidently": ("driftgate.monitors.report",),
+}
+
+
+def module_name(path: Path) -> str:
+    relative = path.relative_to(REPO_ROOT).with_suffix("")
+    parts = list(relative.parts)
+    parts[0] = PACKAGE_FOLDERS[parts[0]]
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def source_modules() -> list[tuple[str, Path]]:
+    modules = []
+    for folder in PACKAGE_FOLDERS:
+        for path in sorted((REPO_ROOT / folder).rglob("*.py")):
+            modules.append((module_name(path), path))
+    return modules
+
+
+def imported_names(path: Path, module: str) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            names.append((node.lineno, target))
+            # ``from driftgate import jobs`` imports driftgate.jobs
+            names += [(node.lineno, f"{target}.{alias.name}") for alias in node.names]
+    return names
+
+
+def layer_of(name: str) -> tuple[str, int] | None:
+    """The most specific package of LAYERS that ``name`` is in."""
+    parts = name.split(".")
+    for end in range(len(parts), 0, -1):
+        prefix = ".".join(parts[:end])
+        if prefix in LAYERS:
+            return prefix, LAYERS[prefix]
+    return None
+
+
+def violations(modules: list[tuple[str, Path]]) -> list[str]:
+    problems = []
+    for module, path in modules:
+        own = layer_of(module)
+        assert own is not None, f"{module} is in no layer: add it to LAYERS"
+        own_package, own_layer = own
+        for line, name in imported_names(path, module):
+            where = (
+                f"{path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path}:{line}"
+            )
+            top = name.split(".")[0]
+            owners = FRAMEWORK_OWNERS.get(top)
+            if owners and not any(module == o or module.startswith(o + ".") for o in owners):
+                problems.append(f"{where}: {module} imports {top} (only {', '.join(owners)} may)")
+            if top != "driftgate":
+                continue
+            target = layer_of(name)
+            if target is None or name == "driftgate":
+                continue
+            target_package, target_layer = target
+            if target_layer > own_layer:
+                problems.append(
+                    f"{where}: {module} ({LAYER_NAMES[own_layer]}) imports {name} "
+                    f"({LAYER_NAMES[target_layer]}): an arrow up the layers"
+                )
+            elif (own_package, target_package) in FORBIDDEN_SIDEWAYS:
+                problems.append(f"{where}: {module} imports {name}: sideways between layers")
+    return problems
+
+
+def test_every_source_module_is_in_a_layer():
+    for module, _ in source_modules():
+        assert layer_of(module) is not None, f"{module}: add its package to LAYERS"
+
+
+def test_imports_point_down_the_layers():
+    problems = violations(source_modules())
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize(
+    ("module", "imported", "expected"),
+    [
+        ("driftgate.monitors.drift", "driftgate.registry", "arrow up"),
+        ("driftgate.gates.checks", "driftgate.flows.promote", "arrow up"),
+        ("driftgate.core.redaction", "driftgate.config", "arrow up"),
+        ("driftgate.serving.app", "driftgate.flows.drift_check", "sideways"),
+        ("driftgate.training.train", "mlflow", "only driftgate.registry"),
+        ("driftgate.jobs.promote", "prefect", "only driftgate.flows"),
+    ],
+)
+def test_the_check_catches_an_upward_import(tmp_path, module, imported, expected):
+    """The rule itself: a planted upward import (lazy, inside a function) is reported."""
+    path = tmp_path / "planted.py"
+    path.write_text(f"def later():\n    import {imported}\n")
+    problems = violations([(module, path)])
+    assert len(problems) == 1
+    assert expected in problems[0] and module in problems[0]
