@@ -225,3 +225,34 @@ def test_cli_promotes_a_passing_candidate(store):
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"champion -> v{store['strong']}" in done.stdout
     assert aliases(store) == {"champion": store["strong"], "previous-champion": store["weak"]}
+
+
+def test_checks_run_in_the_documented_order_with_their_bars(store):
+    """Pins the report: every check's group, name and threshold, in order (the JSON,
+    JUnit and Markdown reports and the version tags are rendered from this list)."""
+    set_aliases(store, champion=store["weak"])
+    result = promote_job.evaluate_gates(store["config"], store["gates"], store["strong"])
+    digest = registry.version_info(store["config"].tracking, "gated", store["strong"])
+    digest = digest.version_tags[registry.TAG_DATA_DIGEST]
+    n_features = len(train_job.prepare_data(store["config"], validate_contract=False).features)
+    assert [(c.group, c.name, c.threshold) for c in result.checks] == [
+        ("data", "data_contract", "contract 'rainfall' v1"),
+        ("data", "data_version", f"== {digest[:12]}"),
+        ("promotion", "test_roc_auc", ">= 0.6000"),
+        ("promotion", "test_roc_auc_vs_champion_abs", ">= +0.0000"),
+        ("promotion", "test_accuracy", ">= 0.6000"),
+        ("promotion", "test_log_loss", "<= 0.7000"),
+        ("promotion", "test_log_loss_vs_champion_rel", ">= +0.00%"),
+        ("model_checks", "finite_outputs", "0 bad rows"),
+        ("model_checks", "signature", f"float32 (-1, {n_features})"),
+        ("model_checks", "degenerate_output", "<= 98.00%"),
+        ("model_checks", "latency_batch_1", "p50 <= 200 ms, p95 <= 2000 ms"),
+        ("model_checks", "latency_batch_1024", "p50 <= 200 ms, p95 <= 2000 ms"),
+        ("model_checks", "memory_batch_10000", "<= 512 MB"),
+        ("model_checks", "reload_parity", "<= 0"),
+        ("model_checks", "export_parity_torchscript", "<= 1e-05"),
+        ("model_checks", "registry_parity", "<= 1e-05"),
+        ("model_checks", "overfitting_roc_auc", "<= 0.1"),
+        ("model_checks", "environment", "same minor release"),
+    ]
+    assert result.passed, result.table()
