@@ -79,7 +79,7 @@ def main() -> None:
         MlflowClient(tracking_uri=config.tracking.uri).set_registered_model_alias(
             config.model.name, "champion", version
         )
-        from driftgate.jobs.train import prepare_data
+        from driftgate.jobs.data import prepare_data
 
         data = prepare_data(config)
         rows = data.splits.test[data.features].to_dict("records")

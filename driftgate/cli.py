@@ -137,8 +137,8 @@ def _run_loop(config: ProjectConfig, config_arg: str | None, summary: dict) -> N
 
     from driftgate.flows.drift_check import drift_check_flow
     from driftgate.jobs import demo as loop
+    from driftgate.jobs.data import prepare_data
     from driftgate.jobs.drift_check import control_store, review_store
-    from driftgate.jobs.train import prepare_data
 
     data = prepare_data(config)
     production = data.splits.production

@@ -13,6 +13,7 @@ DVC running it.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -25,6 +26,22 @@ SPLIT_FILES = {
     "test": "test.parquet",
     "production": "production.parquet",
 }
+
+
+@dataclass(frozen=True)
+class PreparedData:
+    """The splits of one data version, the features chosen and what the contract said."""
+
+    splits: Splits
+    features: list[str]
+    target: str
+    digest: str  # content hash of the exact training split
+    contract_path: str | None = None
+    contract_result: object | None = None  # data_contracts.ContractResult of the reference period
+    # The DVC data version of the training data: the file trained from (the prepared
+    # train split, else the source file) and its MD5 as DVC records it in dvc.lock.
+    data_path: str = ""
+    data_md5: str = ""
 
 
 def save_prepared(raw: pd.DataFrame, splits: Splits, folder: Path) -> dict[str, Path]:

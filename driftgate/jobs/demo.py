@@ -11,7 +11,7 @@ import numpy as np
 
 from driftgate import registry
 from driftgate.config import ProjectConfig
-from driftgate.jobs.train import prepare_data
+from driftgate.jobs.data import prepare_data
 from driftgate.training.data import feature_matrix
 from driftgate.training.evaluate import classification_metrics
 

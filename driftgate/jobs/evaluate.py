@@ -18,7 +18,7 @@ import pandas as pd
 
 from driftgate import registry
 from driftgate.config import ProjectConfig
-from driftgate.jobs.train import prepare_data
+from driftgate.jobs.data import prepare_data
 from driftgate.training.curves import (
     brier_score,
     calibration_table,

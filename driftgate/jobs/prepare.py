@@ -17,7 +17,7 @@ import pandas as pd
 
 from driftgate.config import ProjectConfig
 from driftgate.data_contracts.breach import ContractBreach
-from driftgate.jobs.train import PreparedData, prepare_data
+from driftgate.jobs.data import PreparedData, prepare_data
 from driftgate.training.prepared import file_md5, save_prepared
 
 log = logging.getLogger(__name__)

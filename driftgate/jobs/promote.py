@@ -23,7 +23,7 @@ from driftgate.gates import checks
 from driftgate.gates.config import GateConfig
 from driftgate.gates.metrics import evaluate_metric_gate
 from driftgate.gates.result import CheckResult, GateResult
-from driftgate.jobs.train import PreparedData, prepare_data
+from driftgate.jobs.data import PreparedData, prepare_data
 from driftgate.training.data import feature_matrix
 from driftgate.training.evaluate import METRIC_NAMES, classification_metrics
 from driftgate.training.model import TabularClassifier

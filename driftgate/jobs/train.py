@@ -11,42 +11,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from driftgate import registry
-from driftgate.config import DataSettings, ProjectConfig
-from driftgate.data_contracts.breach import ContractBreach
+from driftgate.config import ProjectConfig
 from driftgate.environment import describe_environment
-from driftgate.training.data import (
-    DATE_COLUMN,
-    DataError,
-    Splits,
-    content_digest,
-    feature_matrix,
-    load_dataset,
-    resolve_source,
-    split_periods,
-)
+from driftgate.jobs.data import PreparedData, prepare_data
+from driftgate.training.data import DATE_COLUMN, feature_matrix
 from driftgate.training.evaluate import classification_metrics, prefixed
 from driftgate.training.model import predict_proba
-from driftgate.training.prepared import SPLIT_FILES, file_md5, load_splits
 from driftgate.training.train import EpochRecord, TrainingResult, train_classifier
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class PreparedData:
-    splits: Splits
-    features: list[str]
-    target: str
-    digest: str  # content hash of the exact training split
-    contract_path: str | None = None
-    contract_result: object | None = None  # data_contracts.ContractResult of the reference period
-    # The DVC data version of the training data: the file trained from (the prepared
-    # train split, else the source file) and its MD5 as DVC records it in dvc.lock.
-    data_path: str = ""
-    data_md5: str = ""
 
 
 @dataclass(frozen=True)
@@ -58,96 +33,6 @@ class TrainingOutcome:
     data_digest: str
     data_path: str = ""
     data_md5: str = ""
-
-
-def load_source(settings: DataSettings) -> pd.DataFrame:
-    """The configured source (``data.source``) as a dated frame with a 0/1 target."""
-    frame = load_dataset(settings.source, start_date=settings.start_date)
-    _check_target(frame, settings.target, settings.source)
-    return frame
-
-
-def _check_target(frame: pd.DataFrame, target: str, where: str) -> None:
-    if target not in frame.columns:
-        raise DataError(f"{where}: target column '{target}' not found")
-    labels = frame[target]
-    if labels.isna().any() or not set(labels.unique()) <= {0, 1}:
-        raise DataError(f"{where}: target column '{target}' must be 0/1")
-
-
-def prepare_data(
-    config: ProjectConfig, enforce_contract: bool = True, validate_contract: bool = True
-) -> PreparedData:
-    """Load the data, choose features, split it in time order, and validate the
-    reference period against the data contract (if any).
-
-    With ``data.prepared`` set, the splits are read from that folder (written by
-    ``driftgate prepare``, versioned by DVC); otherwise ``data.source`` is loaded and
-    split here. With ``enforce_contract`` a breach raises ContractBreach; without, the
-    result is returned for the caller to report (the promotion gate does).
-    ``validate_contract=False`` skips Great Expectations, for steps that only score
-    data an earlier step validated.
-    """
-    settings = config.data
-    if settings.prepared is not None:
-        folder = config.resolve(settings.prepared)
-        splits = load_splits(folder)
-        where = str(folder)
-        _check_target(pd.concat([splits.reference, splits.production]), settings.target, where)
-        data_file = folder / SPLIT_FILES["train"]
-        columns = splits.train
-    else:
-        frame = load_source(settings)
-        where = settings.source
-        splits = split_periods(
-            frame, settings.reference_rows, settings.validation_share, settings.test_share
-        )
-        data_file = resolve_source(settings.source)
-        columns = frame
-    if settings.features is None:
-        features = [
-            c
-            for c in columns.columns
-            if c not in (DATE_COLUMN, settings.target) and pd.api.types.is_numeric_dtype(columns[c])
-        ]
-    else:
-        features = list(settings.features)
-    contract_result = None
-    if settings.contract is not None and validate_contract:
-        contract_result = check_contract(
-            settings.contract, splits.reference, where, enforce=enforce_contract
-        )
-    return PreparedData(
-        splits=splits,
-        features=features,
-        target=settings.target,
-        digest=content_digest(splits.train),
-        contract_path=settings.contract,
-        contract_result=contract_result,
-        data_path=_relative_to(data_file, config.root),
-        data_md5=file_md5(data_file),
-    )
-
-
-def _relative_to(path: Path, root: Path) -> str:
-    """``path`` relative to the project root when inside it (as dvc.lock names it)."""
-    path = path.resolve()
-    try:
-        return path.relative_to(root.resolve()).as_posix()
-    except ValueError:
-        return str(path)
-
-
-def check_contract(contract_path: str, frame: pd.DataFrame, source: str, enforce: bool = True):
-    """Validate ``frame`` (the reference period) with Great Expectations; raise
-    ContractBreach listing every broken rule, so nothing trains on broken data."""
-    from driftgate.data_contracts import Contract, validate_batch
-
-    result = validate_batch(Contract.load(contract_path), frame)
-    if enforce and not result.passed:
-        raise ContractBreach(source, result)
-    log.info("data contract '%s': %d rules passed", result.contract, len(result.rules))
-    return result
 
 
 def fit_model(
