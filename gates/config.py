@@ -12,7 +12,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from driftgate.gates.checks import CheckSettings, validate_check_settings
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from driftgate.core.yamlconfig import StrictModel, load_yaml_model
 
@@ -53,76 +54,24 @@ class PromotionSettings(StrictModel):
     metrics: list[MetricGate] = Field(default_factory=list)
 
 
-class FiniteOutputsCheck(StrictModel):
-    enabled: bool = True
-    edge_samples: int = Field(
-        256, ge=1, description="random rows with every feature at a contract bound"
-    )
+class ModelChecks(BaseModel):
+    """``model_checks:``: one key per registered check (:mod:`driftgate.gates.checks`),
+    each validated by that check's own settings model; ``model_checks.latency`` is the
+    latency check's settings. An unknown key is refused.
+    """
 
+    # The keys come from the registry, so pydantic cannot list them as fields: they are
+    # validated (strictly, unknown keys refused) by the registry before they land here.
+    model_config = ConfigDict(extra="allow", frozen=True)
 
-class SignatureCheck(StrictModel):
-    enabled: bool = True
-
-
-class DegenerateOutputCheck(StrictModel):
-    enabled: bool = True
-    max_single_class_share: float = Field(0.98, gt=0.0, le=1.0)
-
-
-class LatencyCheck(StrictModel):
-    enabled: bool = True
-    batch_sizes: list[int] = Field(default=[1, 1024], min_length=1)
-    repeats: int = Field(30, ge=5)
-    p50_ms: float = Field(200.0, gt=0.0)
-    p95_ms: float = Field(2000.0, gt=0.0, description="the field's rule: answer within 2 s")
-
-    @field_validator("batch_sizes")
+    @model_validator(mode="before")
     @classmethod
-    def _positive(cls, sizes: list[int]) -> list[int]:
-        if any(size < 1 for size in sizes):
-            raise ValueError("batch sizes must be >= 1")
-        return sizes
+    def _validate_against_the_registry(cls, data: object) -> dict:
+        return validate_check_settings({} if data is None else data)
 
-
-class MemoryCheck(StrictModel):
-    enabled: bool = True
-    batch_size: int = Field(10_000, ge=1)
-    max_peak_mb: float = Field(512.0, gt=0.0, description="peak RSS growth during inference")
-
-
-class ReloadParityCheck(StrictModel):
-    enabled: bool = True
-    max_abs_diff: float = Field(0.0, ge=0.0)
-
-
-class ExportParityCheck(StrictModel):
-    enabled: bool = True
-    format: Literal["torchscript", "torch_export"] = "torchscript"
-    max_abs_diff: float = Field(1e-5, ge=0.0)
-
-
-class OverfittingCheck(StrictModel):
-    enabled: bool = True
-    metric: Literal["accuracy", "roc_auc", "log_loss"] = "roc_auc"
-    max_gap: float = Field(0.1, ge=0.0, description="|train - val| of the metric")
-
-
-class EnvironmentCheck(StrictModel):
-    enabled: bool = True
-    require_same: list[Literal["python", "torch"]] = Field(default=["python", "torch"])
-    level: Literal["major", "minor", "patch"] = "minor"
-
-
-class ModelChecks(StrictModel):
-    finite_outputs: FiniteOutputsCheck = FiniteOutputsCheck()
-    signature: SignatureCheck = SignatureCheck()
-    degenerate_output: DegenerateOutputCheck = DegenerateOutputCheck()
-    latency: LatencyCheck = LatencyCheck()
-    memory: MemoryCheck = MemoryCheck()
-    reload_parity: ReloadParityCheck = ReloadParityCheck()
-    export_parity: ExportParityCheck = ExportParityCheck()
-    overfitting: OverfittingCheck = OverfittingCheck()
-    environment: EnvironmentCheck = EnvironmentCheck()
+    def settings(self) -> dict[str, CheckSettings]:
+        """Every check's settings by name, in run order."""
+        return dict(self.model_extra or {})
 
 
 MonitorAction = Literal["open_review", "pause_inference", "notify"]

@@ -19,7 +19,7 @@ from driftgate import registry
 from driftgate.config import ProjectConfig
 from driftgate.core.yamlconfig import ConfigError
 from driftgate.environment import describe_environment
-from driftgate.gates import checks
+from driftgate.gates.checks import GateInputs, run_checks
 from driftgate.gates.config import GateConfig
 from driftgate.gates.metrics import evaluate_metric_gate
 from driftgate.gates.result import CheckResult, GateResult
@@ -31,6 +31,8 @@ from driftgate.training.model import TabularClassifier
 log = logging.getLogger(__name__)
 
 SPLITS = {"val": "validation", "test": "test"}
+# The task of every model driftgate trains today; checks declare the tasks they apply to.
+TASK = "binary"
 
 
 @dataclass(frozen=True)
@@ -74,26 +76,14 @@ def _bounds(data: PreparedData) -> tuple[np.ndarray, np.ndarray]:
     return lower, upper
 
 
-def _contract_check(data: PreparedData) -> CheckResult:
-    result = data.contract_result
-    if result is None:
-        return CheckResult("data_contract", True, "no contract configured", "-", group="data")
-    failed = [r.rule for r in result.failures]
-    return CheckResult(
-        "data_contract",
-        result.passed,
-        f"{len(result.rules) - len(failed)}/{len(result.rules)} rules pass",
-        f"contract '{result.contract}' v{result.version}",
-        "; ".join(f"{r.rule}: {r.message}" for r in result.failures),
-        group="data",
-        seconds=result.seconds,
-    )
-
-
 def evaluate_gates(
     config: ProjectConfig, gates: GateConfig, candidate: str | None = None
 ) -> GateResult:
-    """Run every gate on ``candidate`` (default: the latest version) and return all results."""
+    """Run every gate on ``candidate`` (default: the latest version) and return all results.
+
+    Data checks, then the metric gates, then the model checks: each check group is a
+    loop over the check registry (:mod:`driftgate.gates.checks`) on one GateInputs.
+    """
     tracking, name = config.tracking, config.model.name
     if candidate is not None and not re.fullmatch(r"[0-9]+", str(candidate)):
         # A version names report folders (promote-NAME-vN): nothing but digits.
@@ -113,26 +103,7 @@ def evaluate_gates(
             f"{registry.TAG_REGISTRATION} tag); it cannot be a candidate: train again"
         )
     data = prepare_data(config, enforce_contract=False)
-    result.checks.append(_contract_check(data))
     held_out = getattr(data.splits, SPLITS[gates.promotion.split])
-
-    # Data: the candidate must have been trained on the data version evaluated here,
-    # otherwise "held-out" rows may be rows it was trained on.
-    recorded_digest = info.version_tags.get(registry.TAG_DATA_DIGEST, "unknown")
-    same_data = recorded_digest == data.digest
-    result.checks.append(
-        CheckResult(
-            "data_version",
-            same_data,
-            recorded_digest[:12],
-            f"== {data.digest[:12]}",
-            ""
-            if same_data
-            else "the candidate was trained on a different data version than "
-            "the one configured; held-out rows may overlap its training rows",
-            group="data",
-        )
-    )
 
     pyfunc = registry.load_pyfunc(tracking, f"models:/{name}/{candidate}")
     candidate_probabilities, candidate_metrics = _metrics_on(pyfunc.predict, held_out, data)
@@ -140,79 +111,37 @@ def evaluate_gates(
     if champion_for_comparison is not None:
         champion_model = registry.load_pyfunc(tracking, f"models:/{name}/{champion_for_comparison}")
         _, champion_metrics = _metrics_on(champion_model.predict, held_out, data)
+    architecture, state = registry.load_weights(tracking, info.run_id)
+    lower, upper = _bounds(data)
+    inputs = GateInputs(
+        task=TASK,
+        predict=pyfunc.predict,
+        model=_rebuild(architecture, state),
+        rebuild=lambda: TabularClassifier(**architecture),
+        rows=feature_matrix(held_out, data.features),
+        lower=lower,
+        upper=upper,
+        probabilities=candidate_probabilities,
+        n_features=len(data.features),
+        signature_inputs=info.signature_inputs,
+        train_metrics=_split_metrics(info.run_metrics, "train"),
+        val_metrics=_split_metrics(info.run_metrics, "val"),
+        recorded_environment=info.environment,
+        current_environment=describe_environment(config.root),
+        contract_result=data.contract_result,
+        # The candidate must have been trained on the data version evaluated here,
+        # otherwise "held-out" rows may be rows it was trained on.
+        recorded_data_digest=info.version_tags.get(registry.TAG_DATA_DIGEST, "unknown"),
+        data_digest=data.digest,
+        settings=gates.model_checks.settings(),
+    )
+
+    result.checks.extend(run_checks("data", inputs))
     for gate in gates.promotion.metrics:
         result.checks.extend(
             evaluate_metric_gate(gate, gates.promotion.split, candidate_metrics, champion_metrics)
         )
-
-    settings = gates.model_checks
-    architecture, state = registry.load_weights(tracking, info.run_id)
-    model = _rebuild(architecture, state)
-    rows = feature_matrix(held_out, data.features)
-    lower, upper = _bounds(data)
-
-    planned = [
-        (
-            settings.finite_outputs.enabled,
-            lambda: checks.check_finite_outputs(
-                pyfunc.predict, rows, lower, upper, settings.finite_outputs
-            ),
-        ),
-        (
-            settings.signature.enabled,
-            lambda: checks.check_signature(
-                info.signature_inputs, pyfunc.predict, len(data.features)
-            ),
-        ),
-        (
-            settings.degenerate_output.enabled,
-            lambda: checks.check_degenerate_output(
-                candidate_probabilities, settings.degenerate_output
-            ),
-        ),
-        (
-            settings.latency.enabled,
-            lambda: checks.check_latency(pyfunc.predict, rows, settings.latency),
-        ),
-        (
-            settings.memory.enabled,
-            lambda: checks.check_memory(pyfunc.predict, rows, settings.memory),
-        ),
-        (
-            settings.reload_parity.enabled,
-            lambda: checks.check_reload_parity(
-                model, lambda: TabularClassifier(**architecture), rows, settings.reload_parity
-            ),
-        ),
-        (
-            settings.export_parity.enabled,
-            lambda: checks.check_export_parity(model, rows, settings.export_parity),
-        ),
-        (
-            True,
-            lambda: checks.check_registry_parity(
-                pyfunc.predict, model, rows, settings.export_parity.max_abs_diff
-            ),
-        ),
-        (
-            settings.overfitting.enabled,
-            lambda: checks.check_overfitting(
-                _split_metrics(info.run_metrics, "train"),
-                _split_metrics(info.run_metrics, "val"),
-                settings.overfitting,
-            ),
-        ),
-        (
-            settings.environment.enabled,
-            lambda: checks.check_environment(
-                info.environment, describe_environment(config.root), settings.environment
-            ),
-        ),
-    ]
-    for enabled, run_check in planned:
-        if enabled:
-            outcome = run_check()
-            result.checks.extend(outcome if isinstance(outcome, list) else [outcome])
+    result.checks.extend(run_checks("model_checks", inputs))
     return result
 
 

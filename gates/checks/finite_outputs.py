@@ -1,0 +1,108 @@
+"""No NaN, Inf or out-of-[0, 1] probability on contract-valid rows, bounds included.
+
+Name: ``finite_outputs``. Tasks: binary. Needs: predict, rows, lower, upper.
+
+The held-out rows plus edge rows at the contract's bounds (all-low, all-high, each
+feature alone at each bound, ``edge_samples`` random corners): a model can be finite
+inside the data and NaN at a bound it never saw. Threshold: 0 bad rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from driftgate.gates.checks._outputs import as_probabilities
+from driftgate.gates.checks.registry import (
+    CheckSettings,
+    GateCheck,
+    GateInputs,
+    Predict,
+    register,
+    timed,
+)
+from driftgate.gates.result import CheckResult
+from pydantic import Field
+
+
+class FiniteOutputsCheck(CheckSettings):
+    edge_samples: int = Field(
+        256, ge=1, description="random rows with every feature at a contract bound"
+    )
+
+
+def edge_rows(lower: np.ndarray, upper: np.ndarray, samples: int, seed: int = 0) -> np.ndarray:
+    """Rows at the contract's bounds: all-low, all-high, each feature alone at each
+    bound (others at the midpoint), and ``samples`` random low/high combinations."""
+    lower, upper = np.asarray(lower, np.float64), np.asarray(upper, np.float64)
+    middle = (lower + upper) / 2
+    rows = [lower, upper]
+    for index in range(len(lower)):
+        for bound in (lower, upper):
+            row = middle.copy()
+            row[index] = bound[index]
+            rows.append(row)
+    pick_high = np.random.default_rng(seed).random((samples, len(lower))) < 0.5
+    rows.extend(np.where(pick_high, upper, lower))
+    return np.asarray(rows, dtype=np.float32)
+
+
+def check_finite_outputs(
+    predict: Predict,
+    valid_rows: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    settings: FiniteOutputsCheck,
+) -> CheckResult:
+    """No NaN/Inf/out-of-[0,1] probability on contract-valid rows, bounds included."""
+
+    def run() -> CheckResult:
+        rows = np.vstack(
+            [valid_rows.astype(np.float32), edge_rows(lower, upper, settings.edge_samples)]
+        )
+        try:
+            output = as_probabilities(predict(rows))
+        except Exception as exc:
+            return CheckResult(
+                "finite_outputs", False, "raised", "0 bad rows", f"predict raised {exc!r}"
+            )
+        if len(output) != len(rows):
+            return CheckResult(
+                "finite_outputs",
+                False,
+                f"{len(output)} outputs",
+                f"{len(rows)} outputs",
+                "model returned a different number of outputs than rows",
+            )
+        bad = ~np.isfinite(output) | (output < 0) | (output > 1)
+        n_bad = int(bad.sum())
+        message = ""
+        if n_bad:
+            first = int(np.flatnonzero(bad)[0])
+            where = (
+                "an edge row at the contract bounds"
+                if first >= len(valid_rows)
+                else "a held-out row"
+            )
+            message = (
+                f"{n_bad} of {len(rows)} outputs are NaN/Inf or outside [0, 1]; "
+                f"first: {output[first]} on {where}"
+            )
+        return CheckResult(
+            "finite_outputs", n_bad == 0, f"{n_bad} bad of {len(rows)}", "0 bad rows", message
+        )
+
+    return timed(run)
+
+
+def _run(inputs: GateInputs, settings: FiniteOutputsCheck) -> CheckResult:
+    return check_finite_outputs(inputs.predict, inputs.rows, inputs.lower, inputs.upper, settings)
+
+
+register(
+    GateCheck(
+        name="finite_outputs",
+        run=_run,
+        settings=FiniteOutputsCheck,
+        needs=("predict", "rows", "lower", "upper"),
+        summary="no NaN/Inf/out-of-[0,1] output on held-out rows and rows at the bounds",
+    )
+)

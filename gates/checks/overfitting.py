@@ -1,0 +1,69 @@
+"""The gap between a metric on the training and the validation split, as recorded.
+
+Name: ``overfitting``; the result is ``overfitting_<metric>``. Tasks: binary.
+Needs: train_metrics, val_metrics.
+
+Threshold: ``max_gap``, the largest acceptable ``|train - val|`` of ``metric``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Literal
+
+from driftgate.gates.checks.registry import (
+    CheckSettings,
+    GateCheck,
+    GateInputs,
+    register,
+    timed,
+)
+from driftgate.gates.result import CheckResult, fmt
+from pydantic import Field
+
+
+class OverfittingCheck(CheckSettings):
+    metric: Literal["accuracy", "roc_auc", "log_loss"] = "roc_auc"
+    max_gap: float = Field(0.1, ge=0.0, description="|train - val| of the metric")
+
+
+def check_overfitting(
+    train_metrics: Mapping[str, float], val_metrics: Mapping[str, float], settings: OverfittingCheck
+) -> CheckResult:
+    def run() -> CheckResult:
+        train, val = train_metrics.get(settings.metric), val_metrics.get(settings.metric)
+        if train is None or val is None or math.isnan(train) or math.isnan(val):
+            return CheckResult(
+                "overfitting",
+                False,
+                "missing",
+                f"<= {settings.max_gap:g}",
+                f"train/val {settings.metric} not recorded on the training run",
+            )
+        gap = abs(train - val)
+        ok = gap <= settings.max_gap
+        return CheckResult(
+            f"overfitting_{settings.metric}",
+            ok,
+            f"gap {gap:.4f} (train {fmt(train)}, val {fmt(val)})",
+            f"<= {settings.max_gap:g}",
+            "" if ok else f"train/validation {settings.metric} gap {gap:.4f} suggests overfitting",
+        )
+
+    return timed(run)
+
+
+def _run(inputs: GateInputs, settings: OverfittingCheck) -> CheckResult:
+    return check_overfitting(inputs.train_metrics, inputs.val_metrics, settings)
+
+
+register(
+    GateCheck(
+        name="overfitting",
+        run=_run,
+        settings=OverfittingCheck,
+        needs=("train_metrics", "val_metrics"),
+        summary="|train - val| of a metric recorded on the training run",
+    )
+)
