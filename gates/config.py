@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Literal
 
 from driftgate.gates.checks import CheckSettings, validate_check_settings
+from driftgate.training.evaluate import MetricName
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from driftgate.core.yamlconfig import StrictModel, load_yaml_model
@@ -28,7 +29,7 @@ class MetricGate(StrictModel):
     exists; both models are scored on the same held-out rows in the same gate run.
     """
 
-    metric: Literal["accuracy", "roc_auc", "log_loss"]
+    metric: MetricName
     threshold: float | None = None
     greater_is_better: bool
     min_absolute_change: float | None = None

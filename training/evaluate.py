@@ -6,15 +6,24 @@ versions metric by metric, and the promotion gate reads them by name.
 
 from __future__ import annotations
 
-import numpy as np
-from sklearn.metrics import accuracy_score, log_loss, roc_auc_score
+from typing import Literal, get_args
 
-METRIC_NAMES = ("accuracy", "roc_auc", "log_loss")
+import numpy as np
+
+# The one list of metric names: the gate config's `metric:` keys are this type.
+MetricName = Literal["accuracy", "roc_auc", "log_loss"]
+METRIC_NAMES: tuple[str, ...] = get_args(MetricName)
+# P(class 1) at or above this is class 1: for accuracy here, the degenerate-output
+# gate check and the service's default `serving.decision_threshold`.
 DECISION_THRESHOLD = 0.5
 
 
 def classification_metrics(y_true: np.ndarray, probabilities: np.ndarray) -> dict[str, float]:
-    """Accuracy (at 0.5), ROC AUC and log loss of predicted P(class 1)."""
+    """Accuracy (at DECISION_THRESHOLD), ROC AUC and log loss of predicted P(class 1)."""
+    # sklearn costs seconds to import; the names and the threshold above are read by
+    # configuration models (gates.yaml, serving) that must load without it.
+    from sklearn.metrics import accuracy_score, log_loss, roc_auc_score
+
     y_true = np.asarray(y_true).astype(int)
     probabilities = np.asarray(probabilities, dtype=np.float64)
     if len(y_true) != len(probabilities):

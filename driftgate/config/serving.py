@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import Field
 
 from driftgate.core.yamlconfig import StrictModel
+from driftgate.training.evaluate import DECISION_THRESHOLD
 
 ADMIN_TOKEN_ENV = "DRIFTGATE_ADMIN_TOKEN"
 
@@ -64,7 +65,7 @@ class ServingSettings(StrictModel):
         description="larger request bodies get 413 before they are read into memory",
     )
     decision_threshold: float = Field(
-        0.5, gt=0.0, lt=1.0, description="class 1 when P(class 1) >= this"
+        DECISION_THRESHOLD, gt=0.0, lt=1.0, description="class 1 when P(class 1) >= this"
     )
     accept_client_timestamps: bool = Field(
         False,

@@ -17,6 +17,7 @@ from driftgate.gates.checks.registry import (
     timed,
 )
 from driftgate.gates.result import CheckResult
+from driftgate.training.evaluate import DECISION_THRESHOLD
 from pydantic import Field
 
 
@@ -39,9 +40,9 @@ def check_degenerate_output(
                 f"<= {settings.max_single_class_share:.2%}",
                 "predictions contain NaN/Inf; see finite_outputs",
             )
-        predicted_positive = float((probabilities_ >= 0.5).mean())
+        predicted_positive = float((probabilities_ >= DECISION_THRESHOLD).mean())
         share = max(predicted_positive, 1 - predicted_positive)
-        majority = "1" if predicted_positive >= 0.5 else "0"
+        majority = "1" if predicted_positive >= 0.5 else "0"  # a share: the larger half
         ok = share <= settings.max_single_class_share
         return CheckResult(
             "degenerate_output",

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Literal
 
 from driftgate.gates.checks.registry import (
     CheckSettings,
@@ -20,11 +19,12 @@ from driftgate.gates.checks.registry import (
     timed,
 )
 from driftgate.gates.result import CheckResult, fmt
+from driftgate.training.evaluate import MetricName
 from pydantic import Field
 
 
 class OverfittingCheck(CheckSettings):
-    metric: Literal["accuracy", "roc_auc", "log_loss"] = "roc_auc"
+    metric: MetricName = "roc_auc"
     max_gap: float = Field(0.1, ge=0.0, description="|train - val| of the metric")
 
 
