@@ -58,7 +58,7 @@ class PromotionSettings(StrictModel):
 class ModelChecks(BaseModel):
     """``model_checks:``: one key per registered check (:mod:`driftgate.gates.checks`),
     each validated by that check's own settings model; ``model_checks.latency`` is the
-    latency check's settings. An unknown key is refused.
+    latency check's settings. An unknown key fails naming it and listing the known checks.
     """
 
     # The keys come from the registry, so pydantic cannot list them as fields: they are

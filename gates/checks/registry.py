@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from driftgate.gates.result import CheckResult
-from pydantic import ConfigDict, create_model
+from pydantic import ConfigDict, ValidationError, create_model
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from driftgate.core.yamlconfig import StrictModel
 
@@ -183,8 +184,8 @@ def validate_check_settings(data: object) -> dict[str, CheckSettings]:
     """``model_checks:`` of ``gates.yaml`` validated against the registry.
 
     Each known check's settings are validated by its own model (defaults for a check
-    not mentioned); an unknown key is refused. Every problem comes back in one
-    ValidationError, located relative to ``model_checks``.
+    not mentioned); an unknown key fails naming it and listing the known checks. Every
+    problem comes back in one ValidationError, located relative to ``model_checks``.
     """
     known = configurable_checks()
     model = create_model(
@@ -192,7 +193,35 @@ def validate_check_settings(data: object) -> dict[str, CheckSettings]:
         __config__=ConfigDict(extra="forbid", allow_inf_nan=False),
         **{name: (CHECKS[name].settings, CHECKS[name].settings()) for name in known},
     )
-    return dict(model.model_validate(data))
+    if not isinstance(data, Mapping):
+        return dict(model.model_validate(data))  # pydantic says what it should be
+    problems = [_unknown_check(key, data[key], known) for key in data if key not in known]
+    try:
+        settings = dict(model.model_validate({k: v for k, v in data.items() if k in known}))
+    except ValidationError as exc:
+        problems += [
+            InitErrorDetails(type=e["type"], loc=e["loc"], input=e["input"], ctx=e.get("ctx", {}))
+            for e in exc.errors(include_url=False)
+        ]
+    if problems:
+        raise ValidationError.from_exception_data("ModelChecks", problems)
+    return settings
+
+
+def _unknown_check(key: object, value: object, known: list[str]) -> InitErrorDetails:
+    always_on = isinstance(key, str) and key in CHECKS
+    message = (
+        "gate check {name} is always on and has no settings"
+        if always_on
+        else "unknown gate check {name}; known checks: {known}"
+    )
+    return InitErrorDetails(
+        type=PydanticCustomError(
+            "unknown_check", message, {"name": repr(key), "known": ", ".join(known)}
+        ),
+        loc=(str(key),),
+        input=value,
+    )
 
 
 def settings_of(check: GateCheck, settings: Mapping[str, CheckSettings]) -> CheckSettings | None:
