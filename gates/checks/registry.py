@@ -138,6 +138,13 @@ CHECKS: dict[str, GateCheck] = {}
 
 def register(check: GateCheck) -> GateCheck:
     """Add a check to the registry (one call at the bottom of each check module)."""
+    # The name is a key of gates.yaml and an attribute of the loaded ModelChecks, so it
+    # may not shadow what that model already has (``settings()``, pydantic's ``model_*``).
+    if not check.name.isidentifier() or check.name == "settings" or check.name.startswith("model_"):
+        raise ValueError(
+            f"gate check {check.name!r}: the name must be an identifier, not 'settings' "
+            "and not starting with 'model_'"
+        )
     if check.name in CHECKS:
         raise ValueError(f"gate check {check.name!r} is already registered")
     if check.group not in GROUPS:
@@ -171,7 +178,7 @@ def get_check(name: str) -> GateCheck:
         return CHECKS[name]
     except KeyError:
         raise UnknownCheckError(
-            f"unknown gate check {name!r}; known checks: {configurable_checks()}"
+            f"unknown gate check {name!r}; known checks: {list(CHECKS)}"
         ) from None
 
 

@@ -1,6 +1,7 @@
 """The registered MLflow model (what serving loads) matches the logged weights.
 
-Name: ``registry_parity``. Tasks: binary. Needs: predict, model, rows, settings.
+Name: ``registry_parity``. Tasks: binary. Needs: predict, model, rows (and reads
+``export_parity``'s settings).
 
 Threshold: ``max_abs_diff``, the largest acceptable absolute difference; unset, the
 registered model is held to the ``export_parity`` bar (default 1e-5).

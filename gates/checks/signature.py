@@ -21,7 +21,7 @@ from driftgate.gates.result import CheckResult
 
 
 class SignatureCheck(CheckSettings):
-    pass
+    """Only ``enabled``: the expected signature follows from the model's features."""
 
 
 def check_signature(

@@ -24,6 +24,7 @@ from driftgate.config import load_config
 from driftgate.jobs import promote as promote_job
 from driftgate.jobs import train as train_job
 from tests.driftgate.lenient_gates import LENIENT_GATES
+from tests.gates.plugin import docs_example_registered
 
 
 class NaNAtHighVisibility(TabularClassifier):
@@ -256,3 +257,20 @@ def test_checks_run_in_the_documented_order_with_their_bars(store):
         ("model_checks", "environment", "same minor release"),
     ]
     assert result.passed, result.table()
+
+
+def test_a_check_added_as_a_module_runs_in_the_real_gate(store, tmp_path):
+    """docs/gates.md's example check, registered from a module of a temporary package,
+    is validated from gates.yaml and reported by evaluate_gates after the built-ins."""
+    set_aliases(store, champion=store["weak"])
+    with docs_example_registered(tmp_path):
+        gates_file = tmp_path / "gates.yaml"
+        gates_file.write_text(LENIENT_GATES + "  prediction_spread: {min_std: 0.99}\n")
+        result = promote_job.evaluate_gates(
+            store["config"], load_gate_config(gates_file), store["strong"]
+        )
+    names = [c.name for c in result.checks]
+    assert names[-2:] == ["environment", "prediction_spread"]
+    spread = result.checks[-1]
+    assert (spread.passed, spread.threshold) == (False, ">= 0.99")
+    assert result.failures == [spread]

@@ -4,8 +4,6 @@ and a new check plugged in as one module."""
 from __future__ import annotations
 
 import importlib
-import re
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +15,6 @@ from driftgate.gates.checks import (
     GateInputs,
     configurable_checks,
     get_check,
-    import_check_modules,
     register,
     run_checks,
     unregister,
@@ -28,8 +25,8 @@ from driftgate.gates.result import CheckResult
 from driftgate.training.model import Standardization, TabularClassifier, predict_proba
 
 from driftgate.core.yamlconfig import ConfigError
+from tests.gates.plugin import docs_example_registered
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 BUILT_IN_MODEL_CHECKS = [
     "finite_outputs",
     "signature",
@@ -124,6 +121,9 @@ def test_register_refuses_duplicates_and_inputs_the_gate_does_not_have(own_check
         register(GateCheck("latency", run, CheckSettings, needs=("rows",)))
     with pytest.raises(ValueError, match=r"needs unknown inputs \['held_out'\]"):
         register(GateCheck("x", run, CheckSettings, needs=("held_out",)))
+    for clashing in ("settings", "model_dump", "not-an-identifier"):
+        with pytest.raises(ValueError, match="must be an identifier"):
+            register(GateCheck(clashing, run, CheckSettings, needs=("rows",)))
     with pytest.raises(ValueError, match="applies to no task"):
         register(GateCheck("x", run, CheckSettings, needs=("rows",), applies_to=()))
 
@@ -164,40 +164,30 @@ def test_registry_parity_is_held_to_the_export_bar_unless_set(tmp_path):
         assert (result.threshold, result.passed) == (bar, True)
 
 
-def docs_example() -> str:
-    """The Python block of docs/gates.md's "Adding a check" section."""
-    text = (REPO_ROOT / "docs" / "gates.md").read_text()
-    section = text[text.index("#### Adding a check") :]
-    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
-
-
-def test_a_check_is_one_new_module_validated_and_evaluated(tmp_path, monkeypatch, own_checks):
+def test_a_check_is_one_new_module_validated_and_evaluated(tmp_path):
     """The docs' worked example, as a module of a package of the user's: importing the
     package registers it, gates.yaml validates its settings, the gate loop runs it."""
-    package = tmp_path / "my_checks"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "prediction_spread.py").write_text(docs_example())
-    monkeypatch.syspath_prepend(str(tmp_path))
-    try:
-        assert import_check_modules("my_checks") == ["prediction_spread"]
-    finally:
-        for name in [m for m in sys.modules if m == "my_checks" or m.startswith("my_checks.")]:
-            del sys.modules[name]
-    assert configurable_checks()[-1] == "prediction_spread"
+    with docs_example_registered(tmp_path) as modules:
+        assert modules == ["prediction_spread"]
+        assert configurable_checks()[-1] == "prediction_spread"
+        with pytest.raises(
+            ConfigError, match=r"model_checks.prediction_spread.min_std: .*greater than or equal"
+        ):
+            load(tmp_path, "model_checks:\n  prediction_spread: {min_std: -1}\n")
+        config = load(tmp_path, "model_checks:\n  prediction_spread: {min_std: 0.05}\n")
 
-    with pytest.raises(
-        ConfigError, match=r"model_checks.prediction_spread.min_std: .*greater than or equal to 0"
-    ):
-        load(tmp_path, "model_checks:\n  prediction_spread: {min_std: -1}\n")
-    config = load(tmp_path, "model_checks:\n  prediction_spread: {min_std: 0.05}\n")
-
-    flat = GateInputs(probabilities=np.full(100, 0.3), settings=config.model_checks.settings())
-    spread = run_checks("model_checks", flat)[-1]
-    assert (spread.name, spread.passed, spread.threshold) == ("prediction_spread", False, ">= 0.05")
-    assert "base rate" in spread.message
-    varied = GateInputs(probabilities=np.linspace(0, 1, 100), settings=flat.settings)
-    assert run_checks("model_checks", varied)[-1].passed
+        settings = config.model_checks.settings()
+        flat = GateInputs(probabilities=np.full(100, 0.3), settings=settings)
+        spread = run_checks("model_checks", flat)[-1]
+        assert (spread.name, spread.passed, spread.threshold) == (
+            "prediction_spread",
+            False,
+            ">= 0.05",
+        )
+        assert "base rate" in spread.message
+        varied = GateInputs(probabilities=np.linspace(0, 1, 100), settings=settings)
+        assert run_checks("model_checks", varied)[-1].passed
+    assert "prediction_spread" not in CHECKS
 
 
 def test_the_package_discovers_its_own_modules():
