@@ -3,7 +3,7 @@ and a new check plugged in as one module."""
 
 from __future__ import annotations
 
-import importlib
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -190,10 +190,10 @@ def test_a_check_is_one_new_module_validated_and_evaluated(tmp_path):
     assert "prediction_spread" not in CHECKS
 
 
-def test_the_package_discovers_its_own_modules():
-    """Every module of gates/checks/ is imported by the package (none forgotten)."""
+def test_the_package_imports_every_module_in_it():
+    """Every module of gates/checks/ is imported by the package, listed or not: a new
+    check module needs no other file edited."""
     folder = Path(checks.__file__).parent
-    modules = sorted(p.stem for p in folder.glob("*.py") if not p.stem.startswith("_"))
-    assert sorted(importlib.import_module("driftgate.gates.checks").BUILT_IN) == sorted(
-        m for m in modules if m != "registry"
-    )
+    modules = {p.stem for p in folder.glob("*.py") if not p.stem.startswith("_")} - {"registry"}
+    assert set(checks.BUILT_IN) <= modules
+    assert {m for m in modules if f"driftgate.gates.checks.{m}" in sys.modules} == modules
