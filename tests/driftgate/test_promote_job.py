@@ -207,10 +207,14 @@ def test_cli_exit_codes_and_readable_report(store, tmp_path):
     assert aliases(store) == {"champion": store["strong"]}
 
     bad_gates = tmp_path / "bad-gates.yaml"
-    bad_gates.write_text("promotion:\n  treshold: 1\n")
+    bad_gates.write_text("promotion:\n  treshold: 1\nmodel_checks:\n  latncy: {}\n")
     usage = run_cli(store, "promote", "--gates", str(bad_gates))
     assert usage.returncode == 2
     assert f"{bad_gates}: promotion.treshold: unknown key" in usage.stderr
+    assert (
+        f"{bad_gates}: model_checks.latncy: unknown gate check 'latncy'; "
+        "known checks: finite_outputs, signature, degenerate_output, latency"
+    ) in usage.stderr
 
 
 def test_cli_promotes_a_passing_candidate(store):
