@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from driftgate import modelguard
 from driftgate.config import TrackingSettings
 from driftgate.core.errors import EXIT_BACKEND, DriftgateError
 from driftgate.core.redaction import redact_credentials
@@ -237,43 +238,60 @@ def _param_value(value: Any) -> str | int | float | bool:
     return redact_credentials(json.dumps(value))
 
 
-# Files of MLflow's pickle serialisation of a PyTorch model (torch.load of a full
-# pickled module, which runs whatever code the pickle names).
-_PICKLED_MODEL_FILES = ("pickle_module_info.txt", "model.pth")
+class UnsafeModelError(RegistryError):
+    """A model or weights folder is outside the allow-list of :mod:`driftgate.modelguard`.
+
+    Raised before any byte of it is deserialised; names the model, each refused file and
+    why.
+    """
+
+    def __init__(self, label: str, findings: list[modelguard.Finding]) -> None:
+        self.label = label
+        self.findings = tuple(findings)
+        kind = (
+            "a pickled model"
+            if any(f.pickled for f in findings)
+            else "a model outside the allow-list (an MLflow PyTorch model in pt2 format)"
+        )
+        super().__init__(f"{label}: refusing to load {kind}: {modelguard.describe(findings)}")
 
 
 def load_pyfunc(tracking: TrackingSettings, model_uri: str):
     """Load a registered model (``models:/NAME/VERSION`` or ``models:/NAME@alias``).
 
-    Only the PyTorch flavour in the ``pt2`` format (``torch.export``; loading it runs
-    no Python code from the file) is loaded. Anything else in the registry, such as a
-    version logged with ``serialization_format="pickle"``, raises RegistryError before
-    a byte of it is deserialised.
+    The model's files are downloaded once, checked against the allow-list and loaded
+    from that same folder (nothing is fetched between the check and the load). Only an
+    MLflow PyTorch model in the ``pt2`` format (``torch.export``) passes; anything else,
+    such as a version logged with ``serialization_format="pickle"`` or a cloudpickled
+    pyfunc beside a genuine ``model.pt2``, raises UnsafeModelError.
     """
     import mlflow
 
     use_store(tracking)
     with tempfile.TemporaryDirectory() as scratch:
         local = Path(mlflow.artifacts.download_artifacts(artifact_uri=model_uri, dst_path=scratch))
-        refuse_unsafe_model(local, model_uri)
-        return mlflow.pyfunc.load_model(str(local))
+        return load_checked_model(local, model_uri)
 
 
-def refuse_unsafe_model(folder: Path, model_uri: str) -> None:
-    """Raise RegistryError unless ``folder`` holds an MLflow PyTorch model in pt2 format."""
-    import yaml
+def load_checked_model(folder: Path, label: str):
+    """The one place a model is loaded: the allow-list on ``folder``, then pyfunc from it.
 
-    try:
-        flavors = yaml.safe_load((folder / "MLmodel").read_text()).get("flavors") or {}
-        data = folder / flavors["pytorch"].get("model_data", "data")
-    except (OSError, AttributeError, KeyError, TypeError, yaml.YAMLError) as exc:
-        raise RegistryError(f"{model_uri}: not an MLflow PyTorch model ({exc!r})") from None
-    pickled = [p.name for p in data.rglob("*") if p.name in _PICKLED_MODEL_FILES]
-    if pickled or not (data / "model.pt2").is_file():
-        raise RegistryError(
-            f"{model_uri}: not in the pt2 (torch.export) format "
-            f"({', '.join(pickled) or 'no model.pt2'}); refusing to load a pickled model"
-        )
+    ``label`` names the model in a refusal (a ``models:/`` URI, or a path for a model
+    that does not come from the registry).
+    """
+    import mlflow
+
+    refuse_unsafe_model(folder, label)
+    return mlflow.pyfunc.load_model(str(folder))
+
+
+def refuse_unsafe_model(folder: Path, label: str) -> None:
+    """Raise UnsafeModelError unless ``folder`` passes :func:`modelguard.inspect_model_folder`."""
+    findings = modelguard.inspect_model_folder(Path(folder))
+    if findings:
+        error = UnsafeModelError(label, findings)
+        log.error("%s", error)
+        raise error
 
 
 def run_metrics(tracking: TrackingSettings, run_id: str) -> dict[str, float]:
@@ -433,7 +451,8 @@ def version_info(tracking: TrackingSettings, model_name: str, version: str) -> V
 
 
 def load_weights(tracking: TrackingSettings, run_id: str) -> tuple[dict, dict]:
-    """The run's ``architecture.json`` and state dict, loaded with ``weights_only=True``."""
+    """The run's ``architecture.json`` and state dict, loaded with ``weights_only=True``
+    once the folder passes :func:`modelguard.inspect_weights_folder`."""
     import mlflow
     import torch
 
@@ -446,6 +465,9 @@ def load_weights(tracking: TrackingSettings, run_id: str) -> tuple[dict, dict]:
             dst_path=scratch,
             tracking_uri=tracking.uri,
         )
+        findings = modelguard.inspect_weights_folder(Path(folder))
+        if findings:
+            raise UnsafeModelError(f"the weights of run {run_id}", findings)
         architecture = json.loads((Path(folder) / "architecture.json").read_text())
         state = torch.load(Path(folder) / "state_dict.pt", weights_only=True)
     return architecture, state
