@@ -53,7 +53,6 @@ ALLOWED_FLAVOURS = ("python_function", "pytorch")
 _YAML_FILES = ("conda.yaml", "python_env.yaml", "registered_model_meta")
 _JSON_FILES = ("input_example.json", "serving_input_example.json")
 _TEXT_FILES = ("requirements.txt",)
-ALLOWED_FILES = (MLMODEL, PT2_FILE, *_YAML_FILES, *_JSON_FILES, *_TEXT_FILES)
 
 # MLmodel's top level: what mlflow.models.Model writes. None of it chooses code.
 _MLMODEL_KEYS = frozenset(
@@ -131,7 +130,9 @@ _STRING_OPCODES = frozenset(
     {"STRING", "BINSTRING", "SHORT_BINSTRING", "UNICODE", "SHORT_BINUNICODE", "BINUNICODE"}
     | {"BINUNICODE8"}
 )
-_MEMO_OPCODES = frozenset({"PUT", "BINPUT", "LONG_BINPUT", "MEMOIZE", "GET", "BINGET"})
+# Opcodes that store to the memo and leave the stack as it was. GET opcodes are not
+# among them: they push a memoised value, maybe a string, that STACK_GLOBAL then takes.
+_MEMO_OPCODES = frozenset({"PUT", "BINPUT", "LONG_BINPUT", "MEMOIZE"})
 
 
 @dataclass(frozen=True)

@@ -307,3 +307,27 @@ def test_evaluate_refuses_a_hostile_version(store, marker):
     with pytest.raises(registry.RegistryError, match="python_model"):
         evaluate_candidate(store["config"], f"models:/{MODEL}/{version}")
     assert not marker.exists()
+
+
+def test_a_pickle_hiding_its_import_behind_the_memo_is_refused(tmp_path):
+    """STACK_GLOBAL takes the top two stack items, which BINGET can push from the memo:
+    string literals seen before are not necessarily its operands."""
+    import os
+    import pickle
+
+    from driftgate import modelguard
+
+    def text(value: str) -> bytes:  # SHORT_BINUNICODE
+        return b"\x8c" + bytes([len(value)]) + value.encode()
+
+    memo = text("os") + b"\x94" + text("system") + b"\x94"  # MEMOIZE: memo 0, 1
+    decoy = text("torch") + text("FloatStorage")  # literals an allow-list would accept
+    data = b"\x80\x04" + memo + decoy + b"h\x00h\x01\x93."  # BINGET 0, 1; STACK_GLOBAL
+    assert pickle.loads(data) is os.system  # control: it imports os.system
+
+    weights = tmp_path / "weights"
+    weights.mkdir()
+    (weights / "architecture.json").write_text("{}")
+    (weights / "state_dict.pt").write_bytes(hostile.zip_bytes({"archive/data.pkl": data}))
+    (finding,) = modelguard.inspect_weights_folder(weights)
+    assert finding.pickled and finding.file == "state_dict.pt!data.pkl", finding
