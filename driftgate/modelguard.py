@@ -90,7 +90,8 @@ _CODE_KEYS = {
     "code": "a code folder put on sys.path",
 }
 
-# libyaml when present (as MLflow uses it): the pure-Python parser costs ~20 ms an MLmodel.
+# libyaml when present, for files only checked for shape: the pure-Python parser costs
+# ~20 ms an MLmodel (which is parsed with it anyway, see _inspect_mlmodel).
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 # Text files are read whole; a bigger one is not a config or an example.
@@ -327,7 +328,14 @@ def _safe_yaml(text: str):
 
 
 def _inspect_mlmodel(path: Path) -> list[Finding]:
-    meta = _safe_yaml(path.read_text(encoding="utf-8"))
+    # Parsed as mlflow.models.Model.load parses it (yaml.safe_load, the pure-Python
+    # parser), so that the flavours judged here are the flavours MLflow will act on.
+    try:
+        meta = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, yaml.YAMLError) as exc:
+        return [Finding(MLMODEL, f"not YAML to MLflow's parser ({type(exc).__name__})")]
+    if not isinstance(meta, dict):
+        return [Finding(MLMODEL, "not a YAML mapping")]
     findings = [
         Finding(MLMODEL, f"unknown top-level key '{key}'")
         for key in sorted(set(meta) - _MLMODEL_KEYS, key=str)
