@@ -2,12 +2,22 @@
 
 Everything else in driftgate hands plain values to these functions; swapping the
 local SQLite store for a tracking server is a change of URI, not of code.
+
+One way for each thing written to MLflow:
+- clients: :func:`_client` (tracking *and* registry URI of the given settings), never
+  the process-wide default;
+- text (params, tags): :func:`_text`, credentials masked, cut to TAG_VALUE_MAX_CHARS
+  where MLflow's SQL stores would refuse more;
+- non-finite numbers: a NaN metric is not logged (MLflow would store a flag that its
+  charts draw as a gap); in params and tags a non-finite float is spelled by ``str()``
+  (``nan``, ``inf``, ``-inf``), also inside JSON-encoded lists and mappings.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import tempfile
 from collections.abc import Mapping
@@ -37,6 +47,11 @@ REGISTRATION_COMPLETE = "complete"
 # MD5 DVC records for the file in dvc.lock, and that file's path in the project.
 TAG_DVC_DATA_MD5 = "dvc.data_md5"
 TAG_DVC_DATA_PATH = "dvc.data_path"
+
+
+# registered_model_tags.value is VARCHAR(5000) in MLflow's SQL stores (run tags allow
+# 8000, version tags more): tag values are cut to the tightest, everywhere.
+TAG_VALUE_MAX_CHARS = 5000
 
 
 class RegistryError(DriftgateError, RuntimeError):
@@ -146,7 +161,6 @@ def log_training_run(
     """
     import mlflow
     import torch
-    from mlflow import MlflowClient
 
     experiment_id = connect(tracking)
     with mlflow.start_run(experiment_id=experiment_id) as run:
@@ -156,13 +170,13 @@ def log_training_run(
             {
                 TAG_RUN_KIND: "train",
                 **data_version,
-                **{f"env.{k}": redact_credentials(str(v)) for k, v in environment.items()},
+                **{f"env.{k}": _text(v) for k, v in environment.items()},
             }
         )
         mlflow.log_params({k: _param_value(v) for k, v in params.items()})
         for step, epoch_metrics in enumerate(history, start=1):
-            mlflow.log_metrics(dict(epoch_metrics), step=step)
-        mlflow.log_metrics(dict(metrics))
+            mlflow.log_metrics(_loggable_metrics(epoch_metrics), step=step)
+        mlflow.log_metrics(_loggable_metrics(metrics))
         mlflow.log_dict(dict(environment), "environment.json")
         dataset = mlflow.data.from_pandas(
             training_data, source=data_source, name="train", digest=data_digest
@@ -189,7 +203,7 @@ def log_training_run(
             serialization_format="pt2",
         )
     version = str(info.registered_model_version)
-    client = MlflowClient()
+    client = _client(tracking)
     tags = {
         TAG_DATA_DIGEST: data_digest,
         **data_version,
@@ -205,7 +219,7 @@ def log_training_run(
             model_name,
             version,
             key,
-            redact_credentials(str(value)),
+            _text(value),
         )
     if description:
         _registry_call(
@@ -231,11 +245,39 @@ def log_training_run(
 
 
 def _param_value(value: Any) -> str | int | float | bool:
-    if isinstance(value, str):
-        return redact_credentials(value)
-    if isinstance(value, int | float | bool):
+    if isinstance(value, int | float | bool) and not _non_finite(value):
         return value
-    return redact_credentials(json.dumps(value))
+    return _text(value)
+
+
+def _text(value: Any, limit: int | None = None) -> str:
+    """A param or tag value: scalars by ``str()``, anything else (lists, mappings, None)
+    as JSON; non-finite floats spelled ``nan``/``inf``/``-inf`` either way; credentials
+    masked."""
+    if isinstance(value, str | int | float | bool):
+        text = str(value)
+    else:
+        text = json.dumps(_spell_non_finite(value))
+    return redact_credentials(text)[:limit]
+
+
+def _non_finite(value: Any) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)
+
+
+def _spell_non_finite(value: Any) -> Any:
+    if _non_finite(value):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {k: _spell_non_finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_spell_non_finite(v) for v in value]
+    return value
+
+
+def _loggable_metrics(metrics: Mapping[str, float]) -> dict[str, float]:
+    """The metrics to log: a NaN one is left out (see the module docstring)."""
+    return {k: v for k, v in metrics.items() if not (isinstance(v, float) and math.isnan(v))}
 
 
 class UnsafeModelError(RegistryError):
@@ -295,9 +337,7 @@ def refuse_unsafe_model(folder: Path, label: str) -> None:
 
 
 def run_metrics(tracking: TrackingSettings, run_id: str) -> dict[str, float]:
-    from mlflow import MlflowClient
-
-    return dict(MlflowClient(tracking_uri=tracking.uri).get_run(run_id).data.metrics)
+    return dict(_client(tracking).get_run(run_id).data.metrics)
 
 
 CHAMPION_ALIAS = "champion"
@@ -306,10 +346,9 @@ PREVIOUS_CHAMPION_ALIAS = "previous-champion"
 
 def alias_version(tracking: TrackingSettings, model_name: str, alias: str) -> str | None:
     """The version an alias points at, or None when the alias (or model) does not exist."""
-    from mlflow import MlflowClient
     from mlflow.exceptions import MlflowException
 
-    client = MlflowClient(tracking_uri=tracking.uri, registry_uri=tracking.uri)
+    client = _client(tracking)
     try:
         aliases = client.get_registered_model(model_name).aliases
     except MlflowException as exc:
@@ -322,10 +361,7 @@ def alias_version(tracking: TrackingSettings, model_name: str, alias: str) -> st
 
 def version_features(tracking: TrackingSettings, model_name: str, version: str) -> list[str]:
     """Feature order the version was trained with (its ``driftgate.features`` tag)."""
-    from mlflow import MlflowClient
-
-    client = MlflowClient(tracking_uri=tracking.uri, registry_uri=tracking.uri)
-    tags = client.get_model_version(model_name, version).tags
+    tags = _client(tracking).get_model_version(model_name, version).tags
     if TAG_FEATURES not in tags:
         raise RegistryError(f"{model_name} v{version} has no {TAG_FEATURES} tag")
     return json.loads(tags[TAG_FEATURES])
@@ -506,7 +542,7 @@ def record_gate_result(
             client.set_tag,
             run_id,
             key,
-            redact_credentials(str(value))[:5000],
+            _text(value, TAG_VALUE_MAX_CHARS),
         )
     set_description_paragraph(tracking, model_name, version, DESCRIPTION_GATE, verdict)
 
@@ -674,7 +710,9 @@ def rollback_champion(tracking: TrackingSettings, model_name: str, reason: str) 
         f"champion restored to v{previous}, but cannot record the rollback on v{current}",
         lambda: (
             client.set_model_version_tag(model_name, current, TAG_ROLLED_BACK_AT, _now()),
-            client.set_model_version_tag(model_name, current, TAG_ROLLBACK_REASON, reason[:5000]),
+            client.set_model_version_tag(
+                model_name, current, TAG_ROLLBACK_REASON, reason[:TAG_VALUE_MAX_CHARS]
+            ),
             client.set_model_version_tag(model_name, current, TAG_PROMOTION_STATUS, "rolled-back"),
             client.set_registered_model_tag(
                 model_name,
@@ -762,10 +800,10 @@ def log_monitoring_run(
     def log() -> str:
         experiment_id = connect(settings)
         with mlflow.start_run(experiment_id=experiment_id, run_name=run_name) as run:
-            clean = {k: redact_credentials(str(v)) for k, v in tags.items()}
+            clean = {k: _text(v) for k, v in tags.items()}
             mlflow.set_tags({TAG_RUN_KIND: "drift-check", **clean})
             mlflow.log_params({k: _param_value(v) for k, v in params.items()})
-            mlflow.log_metrics({k: v for k, v in metrics.items() if v == v})  # NaN: not logged
+            mlflow.log_metrics(_loggable_metrics(metrics))
             for folder, path in artifacts.items():
                 if Path(path).is_dir():
                     mlflow.log_artifacts(str(path), artifact_path=folder)
@@ -787,5 +825,5 @@ def tag_model_version(
             model_name,
             version,
             key,
-            redact_credentials(str(value))[:5000],
+            _text(value, TAG_VALUE_MAX_CHARS),
         )
