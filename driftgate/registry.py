@@ -331,9 +331,7 @@ def refuse_unsafe_model(folder: Path, label: str) -> None:
     """Raise UnsafeModelError unless ``folder`` passes :func:`modelguard.inspect_model_folder`."""
     findings = modelguard.inspect_model_folder(Path(folder))
     if findings:
-        error = UnsafeModelError(label, findings)
-        log.error("%s", error)
-        raise error
+        raise UnsafeModelError(label, findings)  # callers log it: the service, the CLI
 
 
 def run_metrics(tracking: TrackingSettings, run_id: str) -> dict[str, float]:
