@@ -2,12 +2,22 @@
 
 Everything else in driftgate hands plain values to these functions; swapping the
 local SQLite store for a tracking server is a change of URI, not of code.
+
+One way for each thing written to MLflow:
+- clients: :func:`_client` (tracking *and* registry URI of the given settings), never
+  the process-wide default;
+- text (params, tags): :func:`_text`, credentials masked, cut to TAG_VALUE_MAX_CHARS
+  where MLflow's SQL stores would refuse more;
+- non-finite numbers: a NaN metric is not logged (MLflow would store a flag that its
+  charts draw as a gap); in params and tags a non-finite float is spelled by ``str()``
+  (``nan``, ``inf``, ``-inf``), also inside JSON-encoded lists and mappings.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import tempfile
 from collections.abc import Mapping
@@ -18,6 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from driftgate import modelguard
 from driftgate.config import TrackingSettings
 from driftgate.core.errors import EXIT_BACKEND, DriftgateError
 from driftgate.core.redaction import redact_credentials
@@ -36,6 +47,11 @@ REGISTRATION_COMPLETE = "complete"
 # MD5 DVC records for the file in dvc.lock, and that file's path in the project.
 TAG_DVC_DATA_MD5 = "dvc.data_md5"
 TAG_DVC_DATA_PATH = "dvc.data_path"
+
+
+# registered_model_tags.value is VARCHAR(5000) in MLflow's SQL stores (run tags allow
+# 8000, version tags more): tag values are cut to the tightest, everywhere.
+TAG_VALUE_MAX_CHARS = 5000
 
 
 class RegistryError(DriftgateError, RuntimeError):
@@ -145,7 +161,6 @@ def log_training_run(
     """
     import mlflow
     import torch
-    from mlflow import MlflowClient
 
     experiment_id = connect(tracking)
     with mlflow.start_run(experiment_id=experiment_id) as run:
@@ -155,13 +170,13 @@ def log_training_run(
             {
                 TAG_RUN_KIND: "train",
                 **data_version,
-                **{f"env.{k}": redact_credentials(str(v)) for k, v in environment.items()},
+                **{f"env.{k}": _text(v) for k, v in environment.items()},
             }
         )
         mlflow.log_params({k: _param_value(v) for k, v in params.items()})
         for step, epoch_metrics in enumerate(history, start=1):
-            mlflow.log_metrics(dict(epoch_metrics), step=step)
-        mlflow.log_metrics(dict(metrics))
+            mlflow.log_metrics(_loggable_metrics(epoch_metrics), step=step)
+        mlflow.log_metrics(_loggable_metrics(metrics))
         mlflow.log_dict(dict(environment), "environment.json")
         dataset = mlflow.data.from_pandas(
             training_data, source=data_source, name="train", digest=data_digest
@@ -188,7 +203,7 @@ def log_training_run(
             serialization_format="pt2",
         )
     version = str(info.registered_model_version)
-    client = MlflowClient()
+    client = _client(tracking)
     tags = {
         TAG_DATA_DIGEST: data_digest,
         **data_version,
@@ -204,7 +219,7 @@ def log_training_run(
             model_name,
             version,
             key,
-            redact_credentials(str(value)),
+            _text(value),
         )
     if description:
         _registry_call(
@@ -230,56 +245,97 @@ def log_training_run(
 
 
 def _param_value(value: Any) -> str | int | float | bool:
-    if isinstance(value, str):
-        return redact_credentials(value)
-    if isinstance(value, int | float | bool):
+    if isinstance(value, int | float | bool) and not _non_finite(value):
         return value
-    return redact_credentials(json.dumps(value))
+    return _text(value)
 
 
-# Files of MLflow's pickle serialisation of a PyTorch model (torch.load of a full
-# pickled module, which runs whatever code the pickle names).
-_PICKLED_MODEL_FILES = ("pickle_module_info.txt", "model.pth")
+def _text(value: Any, limit: int | None = None) -> str:
+    """A param or tag value: scalars by ``str()``, anything else (lists, mappings, None)
+    as JSON; non-finite floats spelled ``nan``/``inf``/``-inf`` either way; credentials
+    masked."""
+    if isinstance(value, str | int | float | bool):
+        text = str(value)
+    else:
+        text = json.dumps(_spell_non_finite(value))
+    return redact_credentials(text)[:limit]
+
+
+def _non_finite(value: Any) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)
+
+
+def _spell_non_finite(value: Any) -> Any:
+    if _non_finite(value):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {k: _spell_non_finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_spell_non_finite(v) for v in value]
+    return value
+
+
+def _loggable_metrics(metrics: Mapping[str, float]) -> dict[str, float]:
+    """The metrics to log: a NaN one is left out (see the module docstring)."""
+    return {k: v for k, v in metrics.items() if not (isinstance(v, float) and math.isnan(v))}
+
+
+class UnsafeModelError(RegistryError):
+    """A model or weights folder is outside the allow-list of :mod:`driftgate.modelguard`.
+
+    Raised before any byte of it is deserialised; names the model, each refused file and
+    why.
+    """
+
+    def __init__(self, label: str, findings: list[modelguard.Finding]) -> None:
+        self.label = label
+        self.findings = tuple(findings)
+        kind = (
+            "a pickled model"
+            if any(f.pickled for f in findings)
+            else "a model outside the allow-list (an MLflow PyTorch model in pt2 format)"
+        )
+        super().__init__(f"{label}: refusing to load {kind}: {modelguard.describe(findings)}")
 
 
 def load_pyfunc(tracking: TrackingSettings, model_uri: str):
     """Load a registered model (``models:/NAME/VERSION`` or ``models:/NAME@alias``).
 
-    Only the PyTorch flavour in the ``pt2`` format (``torch.export``; loading it runs
-    no Python code from the file) is loaded. Anything else in the registry, such as a
-    version logged with ``serialization_format="pickle"``, raises RegistryError before
-    a byte of it is deserialised.
+    The model's files are downloaded once, checked against the allow-list and loaded
+    from that same folder (nothing is fetched between the check and the load). Only an
+    MLflow PyTorch model in the ``pt2`` format (``torch.export``) passes; anything else,
+    such as a version logged with ``serialization_format="pickle"`` or a cloudpickled
+    pyfunc beside a genuine ``model.pt2``, raises UnsafeModelError.
     """
     import mlflow
 
     use_store(tracking)
     with tempfile.TemporaryDirectory() as scratch:
         local = Path(mlflow.artifacts.download_artifacts(artifact_uri=model_uri, dst_path=scratch))
-        refuse_unsafe_model(local, model_uri)
-        return mlflow.pyfunc.load_model(str(local))
+        return load_checked_model(local, model_uri)
 
 
-def refuse_unsafe_model(folder: Path, model_uri: str) -> None:
-    """Raise RegistryError unless ``folder`` holds an MLflow PyTorch model in pt2 format."""
-    import yaml
+def load_checked_model(folder: Path, label: str):
+    """The one place a model is loaded: the allow-list on ``folder``, then pyfunc from it.
 
-    try:
-        flavors = yaml.safe_load((folder / "MLmodel").read_text()).get("flavors") or {}
-        data = folder / flavors["pytorch"].get("model_data", "data")
-    except (OSError, AttributeError, KeyError, TypeError, yaml.YAMLError) as exc:
-        raise RegistryError(f"{model_uri}: not an MLflow PyTorch model ({exc!r})") from None
-    pickled = [p.name for p in data.rglob("*") if p.name in _PICKLED_MODEL_FILES]
-    if pickled or not (data / "model.pt2").is_file():
-        raise RegistryError(
-            f"{model_uri}: not in the pt2 (torch.export) format "
-            f"({', '.join(pickled) or 'no model.pt2'}); refusing to load a pickled model"
-        )
+    ``label`` names the model in a refusal (a ``models:/`` URI, or a path for a model
+    that does not come from the registry).
+    """
+    import mlflow
+
+    refuse_unsafe_model(folder, label)
+    return mlflow.pyfunc.load_model(str(folder))
+
+
+def refuse_unsafe_model(folder: Path, label: str) -> None:
+    """Raise UnsafeModelError unless ``folder`` passes :func:`modelguard.inspect_model_folder`."""
+    findings = modelguard.inspect_model_folder(Path(folder))
+    if findings:
+        raise UnsafeModelError(label, findings)  # callers log it: the service, the CLI
 
 
 def run_metrics(tracking: TrackingSettings, run_id: str) -> dict[str, float]:
-    from mlflow import MlflowClient
-
-    return dict(MlflowClient(tracking_uri=tracking.uri).get_run(run_id).data.metrics)
+    return dict(_client(tracking).get_run(run_id).data.metrics)
 
 
 CHAMPION_ALIAS = "champion"
@@ -288,10 +344,9 @@ PREVIOUS_CHAMPION_ALIAS = "previous-champion"
 
 def alias_version(tracking: TrackingSettings, model_name: str, alias: str) -> str | None:
     """The version an alias points at, or None when the alias (or model) does not exist."""
-    from mlflow import MlflowClient
     from mlflow.exceptions import MlflowException
 
-    client = MlflowClient(tracking_uri=tracking.uri, registry_uri=tracking.uri)
+    client = _client(tracking)
     try:
         aliases = client.get_registered_model(model_name).aliases
     except MlflowException as exc:
@@ -304,10 +359,7 @@ def alias_version(tracking: TrackingSettings, model_name: str, alias: str) -> st
 
 def version_features(tracking: TrackingSettings, model_name: str, version: str) -> list[str]:
     """Feature order the version was trained with (its ``driftgate.features`` tag)."""
-    from mlflow import MlflowClient
-
-    client = MlflowClient(tracking_uri=tracking.uri, registry_uri=tracking.uri)
-    tags = client.get_model_version(model_name, version).tags
+    tags = _client(tracking).get_model_version(model_name, version).tags
     if TAG_FEATURES not in tags:
         raise RegistryError(f"{model_name} v{version} has no {TAG_FEATURES} tag")
     return json.loads(tags[TAG_FEATURES])
@@ -433,7 +485,8 @@ def version_info(tracking: TrackingSettings, model_name: str, version: str) -> V
 
 
 def load_weights(tracking: TrackingSettings, run_id: str) -> tuple[dict, dict]:
-    """The run's ``architecture.json`` and state dict, loaded with ``weights_only=True``."""
+    """The run's ``architecture.json`` and state dict, loaded with ``weights_only=True``
+    once the folder passes :func:`modelguard.inspect_weights_folder`."""
     import mlflow
     import torch
 
@@ -446,6 +499,9 @@ def load_weights(tracking: TrackingSettings, run_id: str) -> tuple[dict, dict]:
             dst_path=scratch,
             tracking_uri=tracking.uri,
         )
+        findings = modelguard.inspect_weights_folder(Path(folder))
+        if findings:
+            raise UnsafeModelError(f"the weights of run {run_id}", findings)
         architecture = json.loads((Path(folder) / "architecture.json").read_text())
         state = torch.load(Path(folder) / "state_dict.pt", weights_only=True)
     return architecture, state
@@ -484,7 +540,7 @@ def record_gate_result(
             client.set_tag,
             run_id,
             key,
-            redact_credentials(str(value))[:5000],
+            _text(value, TAG_VALUE_MAX_CHARS),
         )
     set_description_paragraph(tracking, model_name, version, DESCRIPTION_GATE, verdict)
 
@@ -652,7 +708,9 @@ def rollback_champion(tracking: TrackingSettings, model_name: str, reason: str) 
         f"champion restored to v{previous}, but cannot record the rollback on v{current}",
         lambda: (
             client.set_model_version_tag(model_name, current, TAG_ROLLED_BACK_AT, _now()),
-            client.set_model_version_tag(model_name, current, TAG_ROLLBACK_REASON, reason[:5000]),
+            client.set_model_version_tag(
+                model_name, current, TAG_ROLLBACK_REASON, reason[:TAG_VALUE_MAX_CHARS]
+            ),
             client.set_model_version_tag(model_name, current, TAG_PROMOTION_STATUS, "rolled-back"),
             client.set_registered_model_tag(
                 model_name,
@@ -740,10 +798,10 @@ def log_monitoring_run(
     def log() -> str:
         experiment_id = connect(settings)
         with mlflow.start_run(experiment_id=experiment_id, run_name=run_name) as run:
-            clean = {k: redact_credentials(str(v)) for k, v in tags.items()}
+            clean = {k: _text(v) for k, v in tags.items()}
             mlflow.set_tags({TAG_RUN_KIND: "drift-check", **clean})
             mlflow.log_params({k: _param_value(v) for k, v in params.items()})
-            mlflow.log_metrics({k: v for k, v in metrics.items() if v == v})  # NaN: not logged
+            mlflow.log_metrics(_loggable_metrics(metrics))
             for folder, path in artifacts.items():
                 if Path(path).is_dir():
                     mlflow.log_artifacts(str(path), artifact_path=folder)
@@ -765,5 +823,5 @@ def tag_model_version(
             model_name,
             version,
             key,
-            redact_credentials(str(value))[:5000],
+            _text(value, TAG_VALUE_MAX_CHARS),
         )

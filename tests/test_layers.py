@@ -34,6 +34,7 @@ LAYERS: dict[str, int] = {
     "driftgate.gates": 1,
     "driftgate.config": 2,
     "driftgate.registry": 2,
+    "driftgate.modelguard": 2,
     "driftgate.stores": 2,
     "driftgate.environment": 2,
     "driftgate.notify": 2,
