@@ -8,7 +8,7 @@ from driftgate.training.evaluate import classification_metrics
 from mlflow import MlflowClient
 
 from driftgate import registry
-from driftgate.jobs.train import prepare_data
+from driftgate.jobs.data import prepare_data
 
 
 def test_train_flow_registers_a_version_that_reproduces_its_logged_accuracy(

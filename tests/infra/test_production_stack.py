@@ -396,7 +396,7 @@ def stop_schedules(stack: Stack, deployment_ids: dict, timeout: float = 90.0) ->
 def test_the_scheduled_drift_check_on_the_worker_reviews_and_pauses(
     stack, project, trained, service
 ):
-    from driftgate.jobs.train import prepare_data
+    from driftgate.jobs.data import prepare_data
 
     config = project["config"]
     data = prepare_data(config, validate_contract=False)
