@@ -22,8 +22,8 @@ from driftgate.commands.options import EXIT_FAILED, EXIT_REGISTRY, EXIT_USAGE, C
 from driftgate.commands.options import setup_logging as _setup_logging
 from driftgate.commands.pipeline import CandidateFileOption, PreparedOption, with_prepared
 from driftgate.config import ProjectConfig, load_config, with_model_name
+from driftgate.core.errors import DriftgateError
 from driftgate.core.redaction import redact_credentials
-from driftgate.core.yamlconfig import ConfigError
 
 app = typer.Typer(
     name="driftgate",
@@ -32,6 +32,16 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+@app.callback()
+def _every_command() -> None:
+    """Train, gate, serve and monitor a PyTorch model."""
+    # MLflow writes "🏃 View run NAME at: URL" to stdout for every run on a tracking
+    # server, with the URL as configured: a tracking URI's user:password@ included. Its
+    # own switch turns the print off for every command (and the service and flows they
+    # start, which inherit the environment); driftgate prints the run id itself.
+    os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
 
 
 def _load(config_path: Path | None) -> ProjectConfig:
@@ -440,27 +450,47 @@ app.command("deploy")(deploy_command)
 
 
 def main() -> None:
-    """Console entry point: turn configuration and data errors into exit code 2."""
+    """Console entry point: every expected failure a message and its exit code.
+
+    Any :class:`DriftgateError` becomes one line on stderr and its ``exit_code`` (2 bad
+    usage, configuration or input; 3 a store or the registry; 1 a check failed), a
+    database error from a store exit code 3; nothing a user can cause ends in a
+    traceback. Every message, and the traceback of a bug, has its credentials masked.
+    """
+    try:
+        app()
+    except DriftgateError as exc:
+        for line in _error_lines(exc):
+            typer.echo(redact_credentials(line), err=True)
+        sys.exit(exc.exit_code)
+    except Exception as exc:
+        from sqlalchemy.exc import DBAPIError
+
+        if isinstance(exc, DBAPIError):
+            # A store's database refused an operation it could not wrap (a lock held
+            # past the busy timeout, a connection dropped mid-transaction).
+            reason = str(exc.orig if exc.orig is not None else exc).splitlines()[0]
+            typer.echo(redact_credentials(f"store error: database error: {reason}"), err=True)
+            sys.exit(EXIT_REGISTRY)
+        # A bug: the traceback is for the report, its credentials are not.
+        import traceback
+
+        typer.echo(redact_credentials(traceback.format_exc()), err=True)
+        sys.exit(1)
+
+
+def _error_lines(exc: DriftgateError) -> list[str]:
     from driftgate.data_contracts.breach import ContractBreach
     from driftgate.registry import RegistryError
     from driftgate.stores._sql import StoreError
-    from driftgate.training.data import DataError
 
-    try:
-        app()
-    except ContractBreach as exc:
-        typer.echo(exc.report, err=True)
-        typer.echo(f"refused: {exc}", err=True)
-        sys.exit(EXIT_FAILED)
-    except (ConfigError, DataError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        sys.exit(EXIT_USAGE)
-    except RegistryError as exc:
-        typer.echo(f"registry error: {exc}", err=True)
-        sys.exit(EXIT_REGISTRY)
-    except StoreError as exc:  # e.g. another promotion holds the champion lock
-        typer.echo(f"store error: {exc}", err=True)
-        sys.exit(EXIT_REGISTRY)
+    if isinstance(exc, ContractBreach):
+        return [exc.report, f"refused: {exc}"]
+    if isinstance(exc, RegistryError):
+        return [f"registry error: {exc}"]
+    if isinstance(exc, StoreError):  # e.g. another promotion holds the champion lock
+        return [f"store error: {exc}"]
+    return [f"error: {exc}"]
 
 
 if __name__ == "__main__":
