@@ -347,12 +347,52 @@ def rollback(
     typer.echo(f"champion of {config.model.name}: v{demoted} -> v{restored} ({reason})")
 
 
+def _window_option(value: str | None) -> str | None:
+    """``--window`` checked as the monitors' ``window`` is, before any store is opened."""
+    if value is None:
+        return None
+    import pandas as pd
+
+    from driftgate.jobs.drift_check import parse_duration
+
+    try:
+        length = parse_duration(value)
+    except DriftgateError as exc:  # the parser's own reason
+        raise typer.BadParameter(str(exc)) from None
+    except (ValueError, KeyError, IndexError):  # an unknown unit, not a number
+        raise typer.BadParameter(
+            f"{value!r} is not a window length such as 30m, 1h or 7d"
+        ) from None
+    if length <= pd.Timedelta(0):
+        raise typer.BadParameter(f"{value!r}: a window length must be positive")
+    return value
+
+
+def _end_option(value: str | None) -> str | None:
+    """``--end`` checked as an ISO time before any store is opened."""
+    if value is None:
+        return None
+    from driftgate.stores.samples import to_utc
+
+    try:
+        to_utc(value)
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise typer.BadParameter(f"{value!r} is not an ISO time ({exc})") from None
+    return value
+
+
 @app.command("drift-check")
 def drift_check(
     window: str | None = typer.Option(
-        None, "--window", "-w", help="Window length, e.g. 30m, 1h, 7d (default: each monitor's)."
+        None,
+        "--window",
+        "-w",
+        help="Window length, e.g. 30m, 1h, 7d (default: each monitor's).",
+        callback=_window_option,
     ),
-    end: str | None = typer.Option(None, "--end", help="Window end, ISO time (default: now)."),
+    end: str | None = typer.Option(
+        None, "--end", help="Window end, ISO time (default: now).", callback=_end_option
+    ),
     monitor: list[str] = typer.Option([], "--monitor", help="Only these monitors (repeatable)."),
     source: str | None = typer.Option(
         None, "--source", help="Samples: a store URL or Parquet/CSV files (default: the service's)."
