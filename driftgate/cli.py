@@ -23,7 +23,7 @@ from driftgate.commands.options import setup_logging as _setup_logging
 from driftgate.commands.pipeline import CandidateFileOption, PreparedOption, with_prepared
 from driftgate.config import ProjectConfig, load_config, with_model_name
 from driftgate.core.errors import DriftgateError
-from driftgate.core.redaction import redact_credentials
+from driftgate.core.redaction import install_redacting_record_factory, redact_credentials
 
 app = typer.Typer(
     name="driftgate",
@@ -42,6 +42,9 @@ def _every_command() -> None:
     # own switch turns the print off for every command (and the service and flows they
     # start, which inherit the environment); driftgate prints the run id itself.
     os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
+    # Every log record masked where it is made, for every command: also those that set
+    # up logging themselves (`serve`) or not at all.
+    install_redacting_record_factory()
 
 
 def _load(config_path: Path | None) -> ProjectConfig:
