@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from pathlib import Path
 
 import typer
@@ -51,14 +50,11 @@ def _load(config_path: Path | None) -> ProjectConfig:
     return load_config(config_path)
 
 
-def _print_training_summary(config: ProjectConfig, summary: dict) -> None:
-    metrics = summary["metrics"]
-    typer.echo("")
-    typer.echo(f"Registered {summary['model_uri']} (run {summary['run_id']})")
-    for split, label in (("val", "validation:"), ("test", "test:")):
-        accuracy, auc, loss = (metrics[f"{split}_{m}"] for m in ("accuracy", "roc_auc", "log_loss"))
-        typer.echo(f"  {label:<12}accuracy {accuracy:.4f}  ROC AUC {auc:.4f}  log loss {loss:.4f}")
-    typer.echo(f"  training data digest {summary['data_digest']}")
+def _print_training_summary(summary: dict) -> None:
+    from driftgate.jobs.demo import training_summary_lines
+
+    for line in training_summary_lines(summary):
+        typer.echo(line)
 
 
 def _print_where_to_look(config: ProjectConfig) -> None:
@@ -100,7 +96,6 @@ def train(
         write_candidate_file(outcome, candidate_file)
     registered = outcome.registered
     _print_training_summary(
-        config,
         {
             "model_uri": registered.model_uri,
             "run_id": registered.run_id,
@@ -128,124 +123,15 @@ def demo(
     # set before Prefect is imported, which reads its settings then.
     os.environ.setdefault("PREFECT_HOME", str(config.home_dir / "prefect"))
     config.home_dir.mkdir(parents=True, exist_ok=True)
-    from driftgate.flows.train import train_flow
-
-    config_arg = str(config_path) if config_path else None
-    typer.echo("== 1. train flow → validate-and-promote (Prefect local mode) ==")
-    summary = train_flow(config_path=config_arg, promote=True)
-    _print_training_summary(config, summary)
-    gate = summary["gate"]
-    if not gate["passed"]:
-        typer.echo(f"  gate FAILED ({', '.join(gate['failed_checks'])}); champion unchanged")
-        typer.echo(f"  gate report: {gate['reports']['markdown']}")
-        raise typer.Exit(EXIT_FAILED)
-    typer.echo(f"  gate PASSED: champion -> v{gate['candidate']}  ({gate['reports']['markdown']})")
-    _run_loop(config, config_arg, summary)
-    _print_where_to_look(config)
-
-
-def _run_loop(config: ProjectConfig, config_arg: str | None, summary: dict) -> None:
-    import httpx
-    import pandas as pd
-
     from driftgate.flows.drift_check import drift_check_flow
-    from driftgate.jobs import demo as loop
-    from driftgate.jobs.drift_check import control_store, review_store
-    from driftgate.jobs.train import prepare_data
+    from driftgate.flows.train import train_flow
+    from driftgate.jobs.demo import DemoFlows, run_demo
 
-    data = prepare_data(config)
-    production = data.splits.production
-    port = config.serving.port
-    base_url = f"http://127.0.0.1:{port}"
-    reports = config.home_dir / "reports" / "demo"
-    reports.mkdir(parents=True, exist_ok=True)
-
-    typer.echo(f"\n== 2. serve models:/{config.model.name}@champion on {base_url} ==")
-    control = control_store(config)
-    if control.state(config.model.name).paused:  # a previous demo left it paused
-        control.resume(config.model.name, reason="demo start", actor="demo")
-    control.close()
-    service = loop.start_service(config_arg, port, reports / "service.log")
-    try:
-        loop.wait_until_ready(base_url, service)
-        typer.echo(f"  ready; log: {reports / 'service.log'}")
-
-        dates = production["date"]
-        typer.echo(
-            f"\n== 3. replay {len(production)} production days "
-            f"({dates.iloc[0]:%Y-%m-%d}..{dates.iloc[-1]:%Y-%m-%d}); fault: "
-            f"{loop.FAULT_FEATURE} silent every {loop.FAULT_EVERY} days of {loop.FAULT_YEAR} =="
-        )
-        started = time.perf_counter()
-        counts = loop.replay_production(
-            base_url,
-            production,
-            data.features,
-            progress=lambda c: typer.echo(f"  {c.sent} sent, {c.ok} stored"),
-        )
-        seconds = time.perf_counter() - started
-        typer.echo(
-            f"  {counts.sent} requests in {seconds:.1f} s ({counts.sent / seconds:.0f}/s): "
-            f"{counts.ok} answered and stored, {counts.rejected} rejected (422), "
-            f"{counts.unavailable} refused (503); {counts.with_fault} with the fault"
-        )
-
-        typer.echo("\n== 4. drift-check flow on each yearly window (event time) ==")
-        first = production["date"].iloc[0].tz_localize("UTC")
-        last = production["date"].iloc[-1].tz_localize("UTC")
-        points, end = [], first + pd.Timedelta(days=365)
-        while end <= last + pd.Timedelta(days=365):
-            (window,) = drift_check_flow(config_path=config_arg, end=end.isoformat(), window="365d")
-            actions = "; ".join(a["detail"][:90] for a in window["actions"] if a["changed"]) or "-"
-            span = f"{window['window'][0][:10]}..{window['window'][1][:10]}"
-            breached = ", ".join(window["breached"]) or "-"
-            typer.echo(f"  {span}  {window['rows']:>4} rows  breached: {breached:<28} {actions}")
-            points.append((end, window["metrics"]))
-            end += pd.Timedelta(days=365)
-
-        typer.echo("\n== 5. what the monitors did ==")
-        reviews = review_store(config)
-        for review in reviews.list(model_name=config.model.name, status="open"):
-            typer.echo(
-                f"  review {review.id}: {review.monitor} ({review.metric} {review.observed:.3g} > "
-                f"{review.threshold:g}), {review.breaches} breaching windows, features "
-                f"{', '.join(review.features)}"
-            )
-        reviews.close()
-        # An in-contract record (from the reference period), so the answer shows the
-        # pause switch and not the contract.
-        record = {name: float(data.splits.test[name].iloc[0]) for name in data.features}
-        refused = httpx.post(f"{base_url}/predict", json={"records": [record]}, timeout=30)
-        typer.echo(f"  a request now: HTTP {refused.status_code} {refused.text[:220]}")
-        control = control_store(config)
-        control.resume(
-            config.model.name, reason="demo: fault understood, sensor fixed", actor="demo"
-        )
-        control.close()
-        time.sleep(max(config.serving.pause_poll_seconds, 0) + 0.5)
-        restored = httpx.post(f"{base_url}/predict", json={"records": [record]}, timeout=30)
-        typer.echo(f"  after `driftgate resume`: HTTP {restored.status_code}")
-
-        typer.echo("\n== 6. drift over time ==")
-        plots = reports / "plots"
-        plots.mkdir(exist_ok=True)
-        for test in ("kl", "missing_share"):
-            path = plots / f"drift-over-time-{test}.png"
-            loop.plot_drift_over_time(points, data.features, test, path)
-            typer.echo(f"  {path}")
-        from driftgate import registry
-
-        registry.log_monitoring_run(
-            config.tracking,
-            config.monitoring.experiment,
-            "demo: drift over time",
-            params={"windows": len(points), "window": "365d"},
-            metrics={},
-            tags={"driftgate.model_name": config.model.name},
-            artifacts={"plots": plots},
-        )
-    finally:
-        loop.stop_service(service)
+    flows = DemoFlows(train=train_flow, drift_check=drift_check_flow)
+    config_arg = str(config_path) if config_path else None
+    if not run_demo(config, config_arg, flows, say=typer.echo):
+        raise typer.Exit(EXIT_FAILED)
+    _print_where_to_look(config)
 
 
 def _with_model(config: ProjectConfig, model: str | None) -> ProjectConfig:
