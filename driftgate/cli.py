@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from pathlib import Path
 
 import typer
@@ -22,8 +21,8 @@ from driftgate.commands.options import EXIT_FAILED, EXIT_REGISTRY, EXIT_USAGE, C
 from driftgate.commands.options import setup_logging as _setup_logging
 from driftgate.commands.pipeline import CandidateFileOption, PreparedOption, with_prepared
 from driftgate.config import ProjectConfig, load_config, with_model_name
-from driftgate.core.redaction import redact_credentials
-from driftgate.core.yamlconfig import ConfigError
+from driftgate.core.errors import DriftgateError
+from driftgate.core.redaction import install_redacting_record_factory, redact_credentials
 
 app = typer.Typer(
     name="driftgate",
@@ -34,18 +33,28 @@ app = typer.Typer(
 )
 
 
+@app.callback()
+def _every_command() -> None:
+    """Train, gate, serve and monitor a PyTorch model."""
+    # MLflow writes "🏃 View run NAME at: URL" to stdout for every run on a tracking
+    # server, with the URL as configured: a tracking URI's user:password@ included. Its
+    # own switch turns the print off for every command (and the service and flows they
+    # start, which inherit the environment); driftgate prints the run id itself.
+    os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
+    # Every log record masked where it is made, for every command: also those that set
+    # up logging themselves (`serve`) or not at all.
+    install_redacting_record_factory()
+
+
 def _load(config_path: Path | None) -> ProjectConfig:
     return load_config(config_path)
 
 
-def _print_training_summary(config: ProjectConfig, summary: dict) -> None:
-    metrics = summary["metrics"]
-    typer.echo("")
-    typer.echo(f"Registered {summary['model_uri']} (run {summary['run_id']})")
-    for split, label in (("val", "validation:"), ("test", "test:")):
-        accuracy, auc, loss = (metrics[f"{split}_{m}"] for m in ("accuracy", "roc_auc", "log_loss"))
-        typer.echo(f"  {label:<12}accuracy {accuracy:.4f}  ROC AUC {auc:.4f}  log loss {loss:.4f}")
-    typer.echo(f"  training data digest {summary['data_digest']}")
+def _print_training_summary(summary: dict) -> None:
+    from driftgate.jobs.demo import training_summary_lines
+
+    for line in training_summary_lines(summary):
+        typer.echo(line)
 
 
 def _print_where_to_look(config: ProjectConfig) -> None:
@@ -87,7 +96,6 @@ def train(
         write_candidate_file(outcome, candidate_file)
     registered = outcome.registered
     _print_training_summary(
-        config,
         {
             "model_uri": registered.model_uri,
             "run_id": registered.run_id,
@@ -115,124 +123,15 @@ def demo(
     # set before Prefect is imported, which reads its settings then.
     os.environ.setdefault("PREFECT_HOME", str(config.home_dir / "prefect"))
     config.home_dir.mkdir(parents=True, exist_ok=True)
-    from driftgate.flows.train import train_flow
-
-    config_arg = str(config_path) if config_path else None
-    typer.echo("== 1. train flow → validate-and-promote (Prefect local mode) ==")
-    summary = train_flow(config_path=config_arg, promote=True)
-    _print_training_summary(config, summary)
-    gate = summary["gate"]
-    if not gate["passed"]:
-        typer.echo(f"  gate FAILED ({', '.join(gate['failed_checks'])}); champion unchanged")
-        typer.echo(f"  gate report: {gate['reports']['markdown']}")
-        raise typer.Exit(EXIT_FAILED)
-    typer.echo(f"  gate PASSED: champion -> v{gate['candidate']}  ({gate['reports']['markdown']})")
-    _run_loop(config, config_arg, summary)
-    _print_where_to_look(config)
-
-
-def _run_loop(config: ProjectConfig, config_arg: str | None, summary: dict) -> None:
-    import httpx
-    import pandas as pd
-
     from driftgate.flows.drift_check import drift_check_flow
-    from driftgate.jobs import demo as loop
-    from driftgate.jobs.data import prepare_data
-    from driftgate.jobs.drift_check import control_store, review_store
+    from driftgate.flows.train import train_flow
+    from driftgate.jobs.demo import DemoFlows, run_demo
 
-    data = prepare_data(config)
-    production = data.splits.production
-    port = config.serving.port
-    base_url = f"http://127.0.0.1:{port}"
-    reports = config.home_dir / "reports" / "demo"
-    reports.mkdir(parents=True, exist_ok=True)
-
-    typer.echo(f"\n== 2. serve models:/{config.model.name}@champion on {base_url} ==")
-    control = control_store(config)
-    if control.state(config.model.name).paused:  # a previous demo left it paused
-        control.resume(config.model.name, reason="demo start", actor="demo")
-    control.close()
-    service = loop.start_service(config_arg, port, reports / "service.log")
-    try:
-        loop.wait_until_ready(base_url, service)
-        typer.echo(f"  ready; log: {reports / 'service.log'}")
-
-        dates = production["date"]
-        typer.echo(
-            f"\n== 3. replay {len(production)} production days "
-            f"({dates.iloc[0]:%Y-%m-%d}..{dates.iloc[-1]:%Y-%m-%d}); fault: "
-            f"{loop.FAULT_FEATURE} silent every {loop.FAULT_EVERY} days of {loop.FAULT_YEAR} =="
-        )
-        started = time.perf_counter()
-        counts = loop.replay_production(
-            base_url,
-            production,
-            data.features,
-            progress=lambda c: typer.echo(f"  {c.sent} sent, {c.ok} stored"),
-        )
-        seconds = time.perf_counter() - started
-        typer.echo(
-            f"  {counts.sent} requests in {seconds:.1f} s ({counts.sent / seconds:.0f}/s): "
-            f"{counts.ok} answered and stored, {counts.rejected} rejected (422), "
-            f"{counts.unavailable} refused (503); {counts.with_fault} with the fault"
-        )
-
-        typer.echo("\n== 4. drift-check flow on each yearly window (event time) ==")
-        first = production["date"].iloc[0].tz_localize("UTC")
-        last = production["date"].iloc[-1].tz_localize("UTC")
-        points, end = [], first + pd.Timedelta(days=365)
-        while end <= last + pd.Timedelta(days=365):
-            (window,) = drift_check_flow(config_path=config_arg, end=end.isoformat(), window="365d")
-            actions = "; ".join(a["detail"][:90] for a in window["actions"] if a["changed"]) or "-"
-            span = f"{window['window'][0][:10]}..{window['window'][1][:10]}"
-            breached = ", ".join(window["breached"]) or "-"
-            typer.echo(f"  {span}  {window['rows']:>4} rows  breached: {breached:<28} {actions}")
-            points.append((end, window["metrics"]))
-            end += pd.Timedelta(days=365)
-
-        typer.echo("\n== 5. what the monitors did ==")
-        reviews = review_store(config)
-        for review in reviews.list(model_name=config.model.name, status="open"):
-            typer.echo(
-                f"  review {review.id}: {review.monitor} ({review.metric} {review.observed:.3g} > "
-                f"{review.threshold:g}), {review.breaches} breaching windows, features "
-                f"{', '.join(review.features)}"
-            )
-        reviews.close()
-        # An in-contract record (from the reference period), so the answer shows the
-        # pause switch and not the contract.
-        record = {name: float(data.splits.test[name].iloc[0]) for name in data.features}
-        refused = httpx.post(f"{base_url}/predict", json={"records": [record]}, timeout=30)
-        typer.echo(f"  a request now: HTTP {refused.status_code} {refused.text[:220]}")
-        control = control_store(config)
-        control.resume(
-            config.model.name, reason="demo: fault understood, sensor fixed", actor="demo"
-        )
-        control.close()
-        time.sleep(max(config.serving.pause_poll_seconds, 0) + 0.5)
-        restored = httpx.post(f"{base_url}/predict", json={"records": [record]}, timeout=30)
-        typer.echo(f"  after `driftgate resume`: HTTP {restored.status_code}")
-
-        typer.echo("\n== 6. drift over time ==")
-        plots = reports / "plots"
-        plots.mkdir(exist_ok=True)
-        for test in ("kl", "missing_share"):
-            path = plots / f"drift-over-time-{test}.png"
-            loop.plot_drift_over_time(points, data.features, test, path)
-            typer.echo(f"  {path}")
-        from driftgate import registry
-
-        registry.log_monitoring_run(
-            config.tracking,
-            config.monitoring.experiment,
-            "demo: drift over time",
-            params={"windows": len(points), "window": "365d"},
-            metrics={},
-            tags={"driftgate.model_name": config.model.name},
-            artifacts={"plots": plots},
-        )
-    finally:
-        loop.stop_service(service)
+    flows = DemoFlows(train=train_flow, drift_check=drift_check_flow)
+    config_arg = str(config_path) if config_path else None
+    if not run_demo(config, config_arg, flows, say=typer.echo):
+        raise typer.Exit(EXIT_FAILED)
+    _print_where_to_look(config)
 
 
 def _with_model(config: ProjectConfig, model: str | None) -> ProjectConfig:
@@ -337,12 +236,52 @@ def rollback(
     typer.echo(f"champion of {config.model.name}: v{demoted} -> v{restored} ({reason})")
 
 
+def _window_option(value: str | None) -> str | None:
+    """``--window`` checked as the monitors' ``window`` is, before any store is opened."""
+    if value is None:
+        return None
+    import pandas as pd
+
+    from driftgate.jobs.drift_check import parse_duration
+
+    try:
+        length = parse_duration(value)
+    except DriftgateError as exc:  # the parser's own reason
+        raise typer.BadParameter(str(exc)) from None
+    except (ValueError, KeyError, IndexError):  # an unknown unit, not a number
+        raise typer.BadParameter(
+            f"{value!r} is not a window length such as 30m, 1h or 7d"
+        ) from None
+    if length <= pd.Timedelta(0):
+        raise typer.BadParameter(f"{value!r}: a window length must be positive")
+    return value
+
+
+def _end_option(value: str | None) -> str | None:
+    """``--end`` checked as an ISO time before any store is opened."""
+    if value is None:
+        return None
+    from driftgate.stores.samples import to_utc
+
+    try:
+        to_utc(value)
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise typer.BadParameter(f"{value!r} is not an ISO time ({exc})") from None
+    return value
+
+
 @app.command("drift-check")
 def drift_check(
     window: str | None = typer.Option(
-        None, "--window", "-w", help="Window length, e.g. 30m, 1h, 7d (default: each monitor's)."
+        None,
+        "--window",
+        "-w",
+        help="Window length, e.g. 30m, 1h, 7d (default: each monitor's).",
+        callback=_window_option,
     ),
-    end: str | None = typer.Option(None, "--end", help="Window end, ISO time (default: now)."),
+    end: str | None = typer.Option(
+        None, "--end", help="Window end, ISO time (default: now).", callback=_end_option
+    ),
     monitor: list[str] = typer.Option([], "--monitor", help="Only these monitors (repeatable)."),
     source: str | None = typer.Option(
         None, "--source", help="Samples: a store URL or Parquet/CSV files (default: the service's)."
@@ -440,27 +379,47 @@ app.command("deploy")(deploy_command)
 
 
 def main() -> None:
-    """Console entry point: turn configuration and data errors into exit code 2."""
+    """Console entry point: every expected failure a message and its exit code.
+
+    Any :class:`DriftgateError` becomes one line on stderr and its ``exit_code`` (2 bad
+    usage, configuration or input; 3 a store or the registry; 1 a check failed), a
+    database error from a store exit code 3; nothing a user can cause ends in a
+    traceback. Every message, and the traceback of a bug, has its credentials masked.
+    """
+    try:
+        app()
+    except DriftgateError as exc:
+        for line in _error_lines(exc):
+            typer.echo(redact_credentials(line), err=True)
+        sys.exit(exc.exit_code)
+    except Exception as exc:
+        from sqlalchemy.exc import DBAPIError
+
+        if isinstance(exc, DBAPIError):
+            # A store's database refused an operation it could not wrap (a lock held
+            # past the busy timeout, a connection dropped mid-transaction).
+            reason = str(exc.orig if exc.orig is not None else exc).splitlines()[0]
+            typer.echo(redact_credentials(f"store error: database error: {reason}"), err=True)
+            sys.exit(EXIT_REGISTRY)
+        # A bug: the traceback is for the report, its credentials are not.
+        import traceback
+
+        typer.echo(redact_credentials(traceback.format_exc()), err=True)
+        sys.exit(1)
+
+
+def _error_lines(exc: DriftgateError) -> list[str]:
     from driftgate.data_contracts.breach import ContractBreach
     from driftgate.registry import RegistryError
     from driftgate.stores._sql import StoreError
-    from driftgate.training.data import DataError
 
-    try:
-        app()
-    except ContractBreach as exc:
-        typer.echo(exc.report, err=True)
-        typer.echo(f"refused: {exc}", err=True)
-        sys.exit(EXIT_FAILED)
-    except (ConfigError, DataError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        sys.exit(EXIT_USAGE)
-    except RegistryError as exc:
-        typer.echo(f"registry error: {exc}", err=True)
-        sys.exit(EXIT_REGISTRY)
-    except StoreError as exc:  # e.g. another promotion holds the champion lock
-        typer.echo(f"store error: {exc}", err=True)
-        sys.exit(EXIT_REGISTRY)
+    if isinstance(exc, ContractBreach):
+        return [exc.report, f"refused: {exc}"]
+    if isinstance(exc, RegistryError):
+        return [f"registry error: {exc}"]
+    if isinstance(exc, StoreError):  # e.g. another promotion holds the champion lock
+        return [f"store error: {exc}"]
+    return [f"error: {exc}"]
 
 
 if __name__ == "__main__":

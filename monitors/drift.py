@@ -27,6 +27,8 @@ from driftgate.monitors.profile import NumericProfile, ReferenceProfile
 from driftgate.monitors.stattests import InsufficientData, get_stattest
 from driftgate.monitors.window import NumericWindow, Window, summarise_window
 
+from driftgate.core.errors import DriftgateError
+
 Correction = Literal["bonferroni", "bh"]
 CORRECTIONS: tuple[str, ...] = ("bonferroni", "bh")
 
@@ -37,7 +39,7 @@ DEFAULT_TESTS: dict[str, tuple[str, ...]] = {
 DEFAULT_DRIFT_SHARE = 0.5
 
 
-class DriftConfigError(ValueError):
+class DriftConfigError(DriftgateError, ValueError):
     """Invalid arguments to a drift check (unknown correction, feature, threshold...)."""
 
 

@@ -39,6 +39,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from driftgate.core.errors import DriftgateError
+
 PROFILE_FORMAT_VERSION = 1
 PROFILE_JSON = "profile.json"
 BREAKPOINTS_NPZ = "breakpoints.npz"
@@ -52,7 +54,7 @@ DEFAULT_KS_MAX_BREAKPOINTS = 65_536
 DEFAULT_SAMPLE_ROWS = 5_000
 
 
-class ProfileError(ValueError):
+class ProfileError(DriftgateError, ValueError):
     """A profile that cannot be fitted, saved or loaded; the message says why."""
 
 

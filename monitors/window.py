@@ -32,8 +32,10 @@ from driftgate.monitors.profile import (
     numeric_values,
 )
 
+from driftgate.core.errors import DriftgateError
 
-class MissingColumnError(KeyError):
+
+class MissingColumnError(DriftgateError, KeyError):
     """The current window lacks a column the reference profile has."""
 
     def __init__(self, columns: list[str], chunk_index: int, where: str | None = None) -> None:

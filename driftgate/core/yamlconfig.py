@@ -10,6 +10,12 @@ values PyYAML cannot build (an integer of more than 4,300 digits, a date such as
 2021-02-30), nesting deep enough to exhaust Python's recursion limit, text holding a
 NUL character or an unpaired surrogate (neither can be a path, a name or a URL), and
 everything pydantic refuses.
+
+Loading is bounded, whoever wrote the file: a file over :data:`MAX_CONFIG_BYTES` is
+refused before it is read (PyYAML's pure-Python parser held 3.6 GB after 150 s on a
+50 MB file), and aliases may not expand the document by more than
+:data:`MAX_ALIAS_EXPANSION` nodes (a few KB of nested anchors, "billion laughs",
+expand to billions of values when the document is validated).
 """
 
 from __future__ import annotations
@@ -24,6 +30,13 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from driftgate.core.errors import EXIT_USAGE, DriftgateError
 
 Model = TypeVar("Model", bound=BaseModel)
+
+# The committed files are 0.7-3.5 KB (driftgate.yaml, params.yaml, gates.yaml, the
+# rainfall contract with 11 columns); 1 MiB holds a contract of about 4,000 columns.
+MAX_CONFIG_BYTES = 1024 * 1024
+# Nodes that aliases may add to a document beyond its own: room for shared monitor
+# settings, none for a document whose anchors nest to exponential size.
+MAX_ALIAS_EXPANSION = 100_000
 
 
 class ConfigError(DriftgateError, ValueError):
@@ -51,10 +64,83 @@ def format_validation_error(path: Path | str, error: ValidationError) -> str:
     return "\n".join(lines)
 
 
-def parse_yaml(text: str, source: Path | str) -> Any:
-    """``yaml.safe_load(text)``, every failure a ConfigError naming ``source``."""
+def _size(nbytes: int) -> str:
+    return f"{nbytes / 1024 / 1024:.1f} MiB" if nbytes >= 1024 * 1024 else f"{nbytes:,} bytes"
+
+
+def _expanded_nodes(root: yaml.Node) -> tuple[int, int]:
+    """(distinct nodes, nodes once every alias is expanded) of a composed document.
+
+    Iterative, and memoised per node, so a document whose expansion is astronomically
+    large is measured in time proportional to its own size.
+    """
+    expanded: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if children_done:
+            on_path.discard(key)
+            children = _children(node)
+            expanded[key] = 1 + sum(expanded[id(child)] for child in children)
+            continue
+        if key in expanded:
+            continue
+        if key in on_path:
+            raise _RecursiveAlias
+        on_path.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in _children(node) if id(child) not in expanded)
+    return len(expanded), expanded[id(root)]
+
+
+class _RecursiveAlias(Exception):
+    pass
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _compose_bounded(text: str, source: Path | str) -> Any:
+    """``yaml.safe_load(text)`` with the aliases' expansion measured before a value is
+    built, so a "billion laughs" document is refused in milliseconds."""
+    loader = yaml.SafeLoader(text)
     try:
-        return yaml.safe_load(text)
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        try:
+            own, expanded = _expanded_nodes(node)
+        except _RecursiveAlias:
+            raise ConfigError(f"{source}: not valid YAML: an alias refers to itself") from None
+        if expanded - own > MAX_ALIAS_EXPANSION:
+            raise ConfigError(
+                f"{source}: not valid YAML: aliases expand {own:,} nodes to {expanded:,} "
+                f"(at most {MAX_ALIAS_EXPANSION:,} more are allowed)"
+            )
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def parse_yaml(text: str, source: Path | str, max_bytes: int = MAX_CONFIG_BYTES) -> Any:
+    """``yaml.safe_load(text)``, every failure a ConfigError naming ``source``; text over
+    ``max_bytes`` characters or aliases expanding too far are refused."""
+    if len(text) > max_bytes:
+        raise ConfigError(
+            f"{source}: too large: {_size(len(text))} of text, over the "
+            f"{_size(max_bytes)} limit for a configuration file"
+        )
+    try:
+        return _compose_bounded(text, source)
+    except ConfigError:
+        raise
     except yaml.YAMLError as exc:
         raise ConfigError(f"{source}: not valid YAML: {exc}") from exc
     except RecursionError:
@@ -73,18 +159,34 @@ def missing_file(path: Path) -> str | None:
         return f"not a usable path ({exc.strerror or exc})"
 
 
-def read_yaml_mapping(path: Path) -> dict:
-    """Parse ``path`` as a YAML mapping (an empty file is an empty mapping)."""
+def _read_bounded(path: Path, max_bytes: int) -> bytes:
+    """The bytes of ``path``, refused (ConfigError) past ``max_bytes``: by its size
+    before reading, and by what is read (a file that grows meanwhile)."""
+    too_large = f"over the {_size(max_bytes)} limit for a configuration file"
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise ConfigError(f"{path}: too large: {_size(size)}, {too_large}")
+        with path.open("rb") as file:
+            content = file.read(max_bytes + 1)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    if len(content) > max_bytes:
+        raise ConfigError(f"{path}: too large: grew while read, {too_large}")
+    return content
+
+
+def read_yaml_mapping(path: Path, max_bytes: int = MAX_CONFIG_BYTES) -> dict:
+    """Parse ``path`` as a YAML mapping (an empty file is an empty mapping); a file over
+    ``max_bytes`` is refused before it is read."""
     problem = missing_file(path)
     if problem:
         raise ConfigError(f"{path}: {problem}")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = _read_bounded(path, max_bytes).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    data = parse_yaml(text, path)
+    data = parse_yaml(text, path, max_bytes)
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -141,5 +243,5 @@ def validate_mapping(model: type[Model], data: dict, path: Path | str) -> Model:
         raise ConfigError(format_validation_error(path, exc)) from None
 
 
-def load_yaml_model(model: type[Model], path: Path) -> Model:
-    return validate_mapping(model, read_yaml_mapping(path), path)
+def load_yaml_model(model: type[Model], path: Path, max_bytes: int = MAX_CONFIG_BYTES) -> Model:
+    return validate_mapping(model, read_yaml_mapping(path, max_bytes), path)

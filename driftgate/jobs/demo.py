@@ -1,35 +1,167 @@
-"""Checks the demo runs after each stage, so the main job proves what it claims."""
+"""``driftgate demo``: the whole loop on embedded defaults, in one module.
+
+train flow → validate-and-promote → ``driftgate serve`` (real HTTP) → replay the
+production period in date order (with one injected fault: a sensor going silent) →
+the drift-check flow on each yearly window → reviews and pause as the gate config
+says → a paused request gets 503 → resume → drift-over-time plots.
+
+The flows are passed in (:class:`DemoFlows`): jobs sit below Prefect in the layers, and
+the CLI, which may import both, wires them. Progress goes to ``say`` line by line;
+the CLI passes ``typer.echo``.
+"""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-
-import numpy as np
 
 from driftgate import registry
 from driftgate.config import ProjectConfig
+from driftgate.jobs.drift_check import control_store, review_store
 from driftgate.jobs.data import prepare_data
-from driftgate.training.data import feature_matrix
-from driftgate.training.evaluate import classification_metrics
+
+Say = Callable[[str], None]
 
 
 @dataclass(frozen=True)
-class ReloadCheck:
-    rows: int
-    reloaded_accuracy: float
+class DemoFlows:
+    """The Prefect flows the demo runs (``driftgate.flows``), as plain callables."""
+
+    train: Callable[..., dict]  # train_flow(config_path=..., promote=True) -> summary
+    drift_check: Callable[..., list[dict]]  # drift_check_flow(config_path, end, window)
 
 
-def check_registered_model(config: ProjectConfig, model_uri: str) -> ReloadCheck:
-    """Load ``model_uri`` through MLflow's pyfunc flavour and score the test split."""
+def training_summary_lines(summary: dict) -> list[str]:
+    """What ``driftgate train`` and the demo print after registering a version."""
+    metrics = summary["metrics"]
+    lines = ["", f"Registered {summary['model_uri']} (run {summary['run_id']})"]
+    for split, label in (("val", "validation:"), ("test", "test:")):
+        accuracy, auc, loss = (metrics[f"{split}_{m}"] for m in ("accuracy", "roc_auc", "log_loss"))
+        lines.append(
+            f"  {label:<12}accuracy {accuracy:.4f}  ROC AUC {auc:.4f}  log loss {loss:.4f}"
+        )
+    lines.append(f"  training data digest {summary['data_digest']}")
+    return lines
+
+
+def run_demo(config: ProjectConfig, config_arg: str | None, flows: DemoFlows, say: Say) -> bool:
+    """Run the loop; False when the promotion gate failed (nothing after it runs)."""
+    say("== 1. train flow → validate-and-promote (Prefect local mode) ==")
+    summary = flows.train(config_path=config_arg, promote=True)
+    for line in training_summary_lines(summary):
+        say(line)
+    gate = summary["gate"]
+    if not gate["passed"]:
+        say(f"  gate FAILED ({', '.join(gate['failed_checks'])}); champion unchanged")
+        say(f"  gate report: {gate['reports']['markdown']}")
+        return False
+    say(f"  gate PASSED: champion -> v{gate['candidate']}  ({gate['reports']['markdown']})")
+    run_loop(config, config_arg, flows, say)
+    return True
+
+
+def run_loop(config: ProjectConfig, config_arg: str | None, flows: DemoFlows, say: Say) -> None:
+    """Stages 2-6: serve the champion, replay production, judge each yearly window,
+    show what the monitors did (a refused request, then resume), plot drift over time."""
+    import httpx
+    import pandas as pd
+
     data = prepare_data(config)
-    model = registry.load_pyfunc(config.tracking, model_uri)
-    features = feature_matrix(data.splits.test, data.features)
-    probabilities = np.asarray(model.predict(features)).ravel()
-    metrics = classification_metrics(data.splits.test[data.target], probabilities)
-    return ReloadCheck(rows=len(features), reloaded_accuracy=metrics["accuracy"])
+    production = data.splits.production
+    port = config.serving.port
+    base_url = f"http://127.0.0.1:{port}"
+    reports = config.home_dir / "reports" / "demo"
+    reports.mkdir(parents=True, exist_ok=True)
+
+    say(f"\n== 2. serve models:/{config.model.name}@champion on {base_url} ==")
+    control = control_store(config)
+    if control.state(config.model.name).paused:  # a previous demo left it paused
+        control.resume(config.model.name, reason="demo start", actor="demo")
+    control.close()
+    service = start_service(config_arg, port, reports / "service.log")
+    try:
+        wait_until_ready(base_url, service)
+        say(f"  ready; log: {reports / 'service.log'}")
+
+        dates = production["date"]
+        say(
+            f"\n== 3. replay {len(production)} production days "
+            f"({dates.iloc[0]:%Y-%m-%d}..{dates.iloc[-1]:%Y-%m-%d}); fault: "
+            f"{FAULT_FEATURE} silent every {FAULT_EVERY} days of {FAULT_YEAR} =="
+        )
+        started = time.perf_counter()
+        counts = replay_production(
+            base_url,
+            production,
+            data.features,
+            progress=lambda c: say(f"  {c.sent} sent, {c.ok} stored"),
+        )
+        seconds = time.perf_counter() - started
+        say(
+            f"  {counts.sent} requests in {seconds:.1f} s ({counts.sent / seconds:.0f}/s): "
+            f"{counts.ok} answered and stored, {counts.rejected} rejected (422), "
+            f"{counts.unavailable} refused (503); {counts.with_fault} with the fault"
+        )
+
+        say("\n== 4. drift-check flow on each yearly window (event time) ==")
+        first = production["date"].iloc[0].tz_localize("UTC")
+        last = production["date"].iloc[-1].tz_localize("UTC")
+        points, end = [], first + pd.Timedelta(days=365)
+        while end <= last + pd.Timedelta(days=365):
+            (window,) = flows.drift_check(
+                config_path=config_arg, end=end.isoformat(), window="365d"
+            )
+            actions = "; ".join(a["detail"][:90] for a in window["actions"] if a["changed"]) or "-"
+            span = f"{window['window'][0][:10]}..{window['window'][1][:10]}"
+            breached = ", ".join(window["breached"]) or "-"
+            say(f"  {span}  {window['rows']:>4} rows  breached: {breached:<28} {actions}")
+            points.append((end, window["metrics"]))
+            end += pd.Timedelta(days=365)
+
+        say("\n== 5. what the monitors did ==")
+        reviews = review_store(config)
+        for review in reviews.list(model_name=config.model.name, status="open"):
+            say(
+                f"  review {review.id}: {review.monitor} ({review.metric} {review.observed:.3g} > "
+                f"{review.threshold:g}), {review.breaches} breaching windows, features "
+                f"{', '.join(review.features)}"
+            )
+        reviews.close()
+        # An in-contract record (from the reference period), so the answer shows the
+        # pause switch and not the contract.
+        record = {name: float(data.splits.test[name].iloc[0]) for name in data.features}
+        refused = httpx.post(f"{base_url}/predict", json={"records": [record]}, timeout=30)
+        say(f"  a request now: HTTP {refused.status_code} {refused.text[:220]}")
+        control = control_store(config)
+        control.resume(
+            config.model.name, reason="demo: fault understood, sensor fixed", actor="demo"
+        )
+        control.close()
+        time.sleep(max(config.serving.pause_poll_seconds, 0) + 0.5)
+        restored = httpx.post(f"{base_url}/predict", json={"records": [record]}, timeout=30)
+        say(f"  after `driftgate resume`: HTTP {restored.status_code}")
+
+        say("\n== 6. drift over time ==")
+        plots = reports / "plots"
+        plots.mkdir(exist_ok=True)
+        for test in ("kl", "missing_share"):
+            path = plots / f"drift-over-time-{test}.png"
+            plot_drift_over_time(points, data.features, test, path)
+            say(f"  {path}")
+        registry.log_monitoring_run(
+            config.tracking,
+            config.monitoring.experiment,
+            "demo: drift over time",
+            params={"windows": len(points), "window": "365d"},
+            metrics={},
+            tags={"driftgate.model_name": config.model.name},
+            artifacts={"plots": plots},
+        )
+    finally:
+        stop_service(service)
 
 
 # -- the closed loop: serve, replay production, check each window, act -------------------

