@@ -137,8 +137,8 @@ def _run_loop(config: ProjectConfig, config_arg: str | None, summary: dict) -> N
 
     from driftgate.flows.drift_check import drift_check_flow
     from driftgate.jobs import demo as loop
-    from driftgate.jobs.drift_check import control_store, review_store
     from driftgate.jobs.train import prepare_data
+    from driftgate.stores.factories import control_store, review_store
 
     data = prepare_data(config)
     production = data.splits.production
@@ -382,7 +382,7 @@ def reviews_list(
 ) -> None:
     """List reviews, newest first."""
     config = _load(config_path)
-    from driftgate.jobs.drift_check import review_store
+    from driftgate.stores.factories import review_store
 
     store = review_store(config)
     try:
@@ -413,8 +413,8 @@ def reviews_resolve(
     import getpass
 
     config = _load(config_path)
-    from driftgate.jobs.drift_check import review_store
     from driftgate.stores._sql import StoreError
+    from driftgate.stores.factories import review_store
 
     store = review_store(config)
     try:
