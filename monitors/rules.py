@@ -4,8 +4,12 @@ One place for what "a monitor" means to the loop (the statistics engine beside i
 :mod:`monitors.drift`, only computes statistics):
 
 - :class:`Monitor`, the rule as configured (``metric``, ``features``, ``threshold``,
-  ``schedule``, ``window``, ``action``, ``consecutive_breaches``), its action validated
-  against the actions registry when the gate config loads;
+  ``schedule``, ``window``, ``action``, ``consecutive_breaches``), validated when the gate
+  config loads against the statistics registry, the contract rule kinds, the actions
+  registry, the scheduler's cron parser and :func:`parse_duration`;
+- :func:`check_monitors_against`, the checks that need the project too (features of
+  the model, rules of its contract), run where both are known: the drift check's start
+  and ``driftgate deploy``'s plan;
 - :func:`evaluate_monitor`, a rule on one window's drift report or contract result,
   and :func:`apply_hysteresis`, whether it fires.
 
@@ -17,30 +21,80 @@ engine decided, with its effect-size floor and corrections, and never a second r
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 import pandas as pd
 from pydantic import Field, field_validator
 
-from driftgate.core.yamlconfig import StrictModel
+from driftgate.core.yamlconfig import ConfigError, StrictModel
 
 CONTRACT_PREFIX = "contract:"
+# Every kind of rule a contract makes (data_contracts.model.Contract.rules), and ``any``
+# for all of them; tests/monitors/test_rules.py fails if the contract grows a new kind.
+CONTRACT_RULE_KINDS = (
+    "any",
+    "row_count",
+    "extra_columns",
+    "exists",
+    "dtype",
+    "nulls",
+    "range",
+    "finite",
+    "categories",
+    "unique",
+)
+# A window is read whole: the bound keeps one read's memory finite. A year, because the
+# demo judges yearly windows of its historic data (``--window 365d``).
+MAX_WINDOW = pd.Timedelta(days=366)
+_DURATION = re.compile(r"^(\d{1,9})([smhd])$")
+_UNITS = {"s": "s", "m": "min", "h": "h", "d": "D"}
 
 
 def parse_duration(text: str) -> pd.Timedelta:
-    """``30m``, ``1h``, ``7d`` -> Timedelta (the monitors' ``window`` syntax)."""
-    unit = {"s": "s", "m": "min", "h": "h", "d": "D"}[text[-1]]
-    return pd.Timedelta(int(text[:-1]), unit=unit)
+    """``30m``, ``1h``, ``7d`` -> Timedelta: the one syntax of a monitor's ``window`` and
+    of ``driftgate drift-check --window``.
+
+    Raises:
+        ValueError: not ``<digits><s|m|h|d>``, zero (a window that never advances), or
+            longer than :data:`MAX_WINDOW`.
+    """
+    match = _DURATION.match(str(text).strip())
+    if match is None:
+        raise ValueError(
+            f"window '{text}' is not a duration: digits and one unit of s, m, h, d (e.g. 30m, 1h)"
+        )
+    length = pd.Timedelta(int(match[1]), unit=_UNITS[match[2]])
+    if length <= pd.Timedelta(0):
+        raise ValueError(f"window '{text}' is empty: it must be longer than 0")
+    if length > MAX_WINDOW:
+        raise ValueError(f"window '{text}' is longer than the maximum of 366d")
+    return length
+
+
+def validate_cron(schedule: str) -> str:
+    """Refuse what Prefect's scheduler would refuse, with the parser it uses (croniter),
+    plus the five-field form: ``driftgate deploy`` hands this string to Prefect."""
+    from croniter import croniter
+
+    fields = schedule.split()
+    if len(fields) != 5:
+        raise ValueError(f"cron schedule needs 5 fields, got {len(fields)}: '{schedule}'")
+    # Prefect refuses croniter's random and hashed expressions (R, H) too.
+    if not croniter.is_valid(schedule) or any(f.casefold() in ("r", "h") for f in fields):
+        raise ValueError(f"cron schedule '{schedule}' is not a valid cron expression")
+    return schedule
 
 
 class Monitor(StrictModel):
     """A production rule: when ``metric`` on a window exceeds ``threshold``, take ``action``.
 
-    ``metric`` is a registered drift test (``kl``, ``ks``, ``missing_share``, ...) or a
-    contract rule (``contract:<rule>``). ``action`` is a registered monitor action
-    (:mod:`monitors.actions`). ``consecutive_breaches`` adds hysteresis: the action
-    fires only after that many breaching windows in a row.
+    ``metric`` is a registered drift statistic (``kl``, ``ks``, ``missing_share``, ...) or
+    a contract rule kind (``contract:<kind>``, ``contract:any``). ``action`` is a
+    registered monitor action (:mod:`monitors.actions`). ``consecutive_breaches`` adds
+    hysteresis: the action fires only after that many breaching windows in a row.
     """
 
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.\-]+$")
@@ -50,7 +104,26 @@ class Monitor(StrictModel):
     schedule: str = Field(description="cron, five fields")
     action: str = Field(min_length=1, description="a registered monitor action")
     consecutive_breaches: int = Field(1, ge=1)
-    window: str = Field("1h", pattern=r"^\d+[smhd]$", description="window length, e.g. 30m, 1h")
+    window: str = Field("1h", description="window length, e.g. 30m, 1h (at most 366d)")
+
+    @field_validator("metric")
+    @classmethod
+    def _known_metric(cls, metric: str) -> str:
+        if metric.startswith(CONTRACT_PREFIX):
+            kind = metric.removeprefix(CONTRACT_PREFIX)
+            if kind not in CONTRACT_RULE_KINDS:
+                raise ValueError(
+                    f"unknown contract rule kind '{kind}' (known: {', '.join(CONTRACT_RULE_KINDS)})"
+                )
+            return metric
+        from driftgate.monitors.stattests import STATTESTS
+
+        if metric not in STATTESTS:
+            raise ValueError(
+                f"unknown statistic '{metric}' (known: {', '.join(sorted(STATTESTS))}, "
+                f"or {CONTRACT_PREFIX}<rule kind>)"
+            )
+        return metric
 
     @field_validator("action")
     @classmethod
@@ -61,17 +134,73 @@ class Monitor(StrictModel):
             raise ValueError(f"unknown action '{action}' (known: {', '.join(action_names())})")
         return action
 
+    @field_validator("window")
+    @classmethod
+    def _window_is_a_duration(cls, window: str) -> str:
+        parse_duration(window)
+        return window
+
     @field_validator("schedule")
     @classmethod
-    def _cron_has_five_fields(cls, schedule: str) -> str:
-        fields = schedule.split()
-        if len(fields) != 5:
-            raise ValueError(f"cron schedule needs 5 fields, got {len(fields)}: '{schedule}'")
-        return schedule
+    def _schedule_is_a_cron(cls, schedule: str) -> str:
+        return validate_cron(schedule)
 
     @property
     def length(self) -> pd.Timedelta:
         return parse_duration(self.window)
+
+
+def check_monitors_against(
+    monitors: Iterable[Monitor], features: Iterable[str], contract=None, *, where: str = ""
+) -> None:
+    """Refuse monitors that name what this project does not have.
+
+    ``features`` are the model's features (its reference profile's, or the project
+    config's); ``contract`` the project's :class:`data_contracts.Contract` (None: no
+    contract). A drift monitor's features must be model features; a contract monitor
+    needs a contract, its features must be contract columns, and its rule kind must be
+    one the contract checks (on those columns). Raises ConfigError naming every problem,
+    so a typo is an exit 2 at ``deploy`` or the drift check's start, never a silent
+    ``ok`` or an ``error`` status at 3 a.m.
+    """
+    known = list(features)
+    rules = contract.rules() if contract is not None else []
+    problems = []
+    for monitor in monitors:
+        prefix = f"{where}monitor '{monitor.name}'"
+        listed = [] if monitor.features == "all" else list(monitor.features)
+        if not monitor.metric.startswith(CONTRACT_PREFIX):
+            unknown = [f for f in listed if f not in known]
+            if unknown:
+                problems.append(
+                    f"{prefix}: features: not features of the model: {', '.join(unknown)} "
+                    f"(known: {', '.join(known)})"
+                )
+            continue
+        if contract is None:
+            problems.append(f"{prefix}: metric {monitor.metric}: the project has no data contract")
+            continue
+        columns = list(contract.columns)
+        unknown = [f for f in listed if f not in columns]
+        if unknown:
+            problems.append(
+                f"{prefix}: features: not columns of contract '{contract.name}': "
+                f"{', '.join(unknown)} (known: {', '.join(columns)})"
+            )
+            continue
+        kind = monitor.metric.removeprefix(CONTRACT_PREFIX)
+        if kind == "any":
+            continue
+        checked = {r.kind for r in rules if not listed or r.column in listed}
+        if kind not in checked:
+            on = f" on {', '.join(listed)}" if listed else ""
+            problems.append(
+                f"{prefix}: metric {monitor.metric}: contract '{contract.name}' checks no "
+                f"'{kind}' rule{on} (it checks: {', '.join(sorted(checked))}), so it could "
+                "never breach"
+            )
+    if problems:
+        raise ConfigError("\n".join(problems))
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@
 
 1. :func:`read` the champion's reference profile and the window's samples (sample store,
    or Parquet/CSV files with a timestamp column);
-2. :func:`validate` the window against the data contract (Great Expectations);
+2. :func:`validate` the monitors against the model and its contract (a typo is a
+   ConfigError here, not a silent pass), then the window against the data contract;
 3. :func:`summarise` the window into per-feature counts once (in process, or on Dask);
 4. :func:`decide` every drift statistic for the evidence, and each monitor with its own
    threshold (:mod:`monitors.rules`);
@@ -36,6 +37,7 @@ import pandas as pd
 
 from driftgate import registry
 from driftgate.config import ProjectConfig
+from driftgate.core.yamlconfig import ConfigError
 from driftgate.gates.config import GateConfig
 from driftgate.monitors.actions import ActionPorts, ActionRequest, ActionTaken, take_action
 from driftgate.monitors.partitions import Mapper
@@ -44,6 +46,7 @@ from driftgate.monitors.rules import (
     Firing,
     Monitor,
     MonitorResult,
+    check_monitors_against,
     drift_tests_of,
     evaluate_monitor,
     group_by_threshold,
@@ -248,7 +251,8 @@ def read(config: ProjectConfig, start, end, *, source: str | None = None) -> Win
 
 # -- 2. validate ---------------------------------------------------------------------
 def validate(config: ProjectConfig, window: WindowSamples, monitors: list[Monitor]):
-    """Check the window against the project's data contract.
+    """Check the monitors against the champion's features and the project's contract
+    (ConfigError naming the monitor), then the window against the contract.
 
     Returns the contract result (``data_contracts.ContractResult``), or None when the
     project has no contract.
@@ -256,6 +260,8 @@ def validate(config: ProjectConfig, window: WindowSamples, monitors: list[Monito
     from driftgate.data_contracts import Contract, validate_batch
 
     contract = Contract.load(config.data.contract) if config.data.contract is not None else None
+    where = f"{Path(config.gates).name if config.gates else 'gates.yaml'}: "
+    check_monitors_against(monitors, window.profile.features, contract, where=where)
     if contract is None:
         return None
     present = [c for c in contract.columns if c in window.samples.columns]
@@ -537,6 +543,16 @@ def judge_window(
     return act(config, verdict, monitors)
 
 
+def window_override(window: str | None) -> pd.Timedelta | None:
+    """``--window`` as a length, by the monitors' own parser (ConfigError if invalid)."""
+    if window is None:
+        return None
+    try:
+        return parse_duration(window)
+    except ValueError as exc:
+        raise ConfigError(f"--window: {exc}") from None
+
+
 def plan_windows(
     gates: GateConfig,
     *,
@@ -556,7 +572,6 @@ def plan_windows(
     whole windows missed since — a run that failed, a worker that was down — those
     windows come first, oldest first, at most ``max_catch_up`` of them (the newest).
     """
-    from driftgate.core.yamlconfig import ConfigError
     from driftgate.stores.samples import utc_now
 
     end = to_utc(end or utc_now())
@@ -567,29 +582,33 @@ def plan_windows(
             known = ", ".join(m.name for m in monitors)
             raise ConfigError(f"unknown monitor(s) {', '.join(unknown)}; known: {known}")
         monitors = [m for m in monitors if m.name in names]
+    override = window_override(window)
     groups: dict[tuple[pd.Timedelta, pd.Timestamp | None], list[Monitor]] = {}
     for monitor in monitors:
         last = (last_judged or {}).get(monitor.name)
-        key = (parse_duration(window or monitor.window), to_utc(last) if last else None)
+        key = (override or monitor.length, to_utc(last) if last else None)
         groups.setdefault(key, []).append(monitor)
     planned = []
     for (length, last), group in groups.items():
         current_start = end - length
         missed = []
-        if last is not None and max_catch_up > 0:
-            start = last
-            while start + length <= current_start:
-                missed.append((start, start + length, group))
-                start += length
-            if len(missed) > max_catch_up:
+        if last is not None and max_catch_up > 0 and last + length <= current_start:
+            # Counted, not listed: a long outage with a short window must not build a
+            # list of every missed window only to keep the newest few.
+            count = (current_start - last) // length
+            if count > max_catch_up:
                 log.warning(
                     "%s: %d windows missed since %s; judging the last %d",
                     ", ".join(m.name for m in group),
-                    len(missed),
+                    count,
                     last,
                     max_catch_up,
                 )
-                missed = missed[-max_catch_up:]
+            first = last + (count - min(count, max_catch_up)) * length
+            missed = [
+                (first + i * length, first + (i + 1) * length, group)
+                for i in range(min(count, max_catch_up))
+            ]
         planned += [*missed, (current_start, end, group)]
     return planned
 
@@ -620,6 +639,7 @@ def plan_recent(
 ) -> list[tuple[pd.Timestamp, pd.Timestamp, list[Monitor]]]:
     """The windows a drift-check run judges: the current one for each monitor, after any
     missed since the last run (``monitoring.max_catch_up_windows``)."""
+    window_override(window)  # refused before the registry and the stores are asked
     catch_up = config.monitoring.max_catch_up_windows
     return plan_windows(
         gates,

@@ -173,9 +173,16 @@ def test_read_gives_the_champion_its_profile_and_the_window(monitored):
     assert window.start == pd.Timestamp(CALM[0], tz="UTC")
 
 
-def test_validate_checks_the_window_against_the_contract(monitored):
+def test_validate_checks_the_window_and_refuses_monitors_naming_unknown_features(monitored):
+    """Issue 18: ``features: [no_such_feature]`` was a status ``error`` with exit 0."""
+    from driftgate.core.yamlconfig import ConfigError
+
     config, monitors = monitored["config"], monitored["gates"].monitors
-    assert job.validate(config, job.read(config, *CALM), monitors).passed
+    window = job.read(config, *CALM)
+    assert job.validate(config, window, monitors).passed
+    typo = monitors[0].model_copy(update={"features": ["temperature", "no_such_feature"]})
+    with pytest.raises(ConfigError, match=r"monitor 'mean-shift-kl': features.*no_such_feature"):
+        job.validate(config, window, [typo])
 
 
 def test_summarise_and_decide_judge_a_window_without_touching_any_store(monitored):
