@@ -14,7 +14,7 @@
    Evidently report, the contract result and the drift report; report files under
    home) and then the hysteresis state (consecutive breaches);
 6. :func:`act` on the monitors that fire: the registered actions
-   (:mod:`monitors.actions`), each idempotent for the same window, and the webhook.
+   (:mod:`monitors.actions`), each once per monitor and window, and the webhook.
 
 The MLflow run is logged before any state changes or action, so that every action
 links to its evidence; if anything before that fails, nothing is recorded and no
@@ -449,21 +449,22 @@ def record(
 
 # -- 6. act --------------------------------------------------------------------------
 def act(config: ProjectConfig, verdict: WindowVerdict, monitors: list[Monitor]) -> WindowVerdict:
-    """Take the configured action of every monitor that fires on this window
-    (:func:`monitors.actions.take_action`), and post the webhook for every action that
-    changed something."""
+    """Take the configured action of every monitor that fires on this window, once per
+    monitor and window (:func:`monitors.actions.take_action`), and post the webhook for
+    every action that changed something."""
     evidence = [f"runs:/{verdict.run_id}", str(verdict.report_dir / "summary.md")]
     webhook = config.monitoring.webhook_url or os.environ.get(WEBHOOK_ENV)
     by_name = {m.name: m for m in monitors}
     firing = [r for r in verdict.results if verdict.firings.get(r.monitor, Firing(0, False)).fire]
     if firing:
-        reviews = review_store(config)
+        reviews, state = review_store(config), monitor_state_store(config)
         ports = ActionPorts(
             reviews=reviews,
             pause=lambda model_name, **why: _pause(config, model_name, **why),
             tag_model_version=lambda model_name, version, tags: registry.tag_model_version(
                 config.tracking, model_name, version, tags
             ),
+            ledger=state,
             actor=ACTOR,
         )
         try:
@@ -484,6 +485,7 @@ def act(config: ProjectConfig, verdict: WindowVerdict, monitors: list[Monitor]) 
                 verdict.actions.append(taken)
         finally:
             reviews.close()
+            state.close()
     (verdict.report_dir / "summary.md").write_text(verdict.markdown())
     return verdict
 

@@ -31,8 +31,8 @@ def review_store(config: ProjectConfig):
 
 
 def monitor_state_store(config: ProjectConfig):
-    """Hysteresis state: in the review store's database, so a review and the state
-    that opened it are in the same place."""
+    """Hysteresis state and the action ledger: in the review store's database, so a
+    review and the state that opened it are committed to the same place."""
     from driftgate.stores.monitor_state import MonitorStateStore
 
     return MonitorStateStore(

@@ -1,9 +1,13 @@
-"""Monitor state: hysteresis counts.
+"""Monitor state: hysteresis counts and the ledger of windows acted on.
 
 Each monitor keeps, per model version, its count of consecutive breaching windows and
 the last window it judged (``driftgate_monitor_state``, the table the review store used
 to own: existing databases keep working as they are), so a re-run of an already judged
 window returns the decision made then instead of counting the window twice.
+
+The action ledger (``driftgate_monitor_actions``, created when missing) records what
+each monitor's action did on each window, so acting on the same window again changes
+nothing (:func:`driftgate.monitors.actions.take_action`).
 
 Same databases as the review store: SQLite by default, PostgreSQL by URL.
 """
@@ -20,17 +24,21 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
+    Text,
     and_,
     insert,
     select,
     update,
 )
+from sqlalchemy.exc import IntegrityError
 
+from driftgate.monitors.actions import ActionTaken
 from driftgate.monitors.rules import Firing, Monitor, MonitorResult, apply_hysteresis
 from driftgate.stores._sql import create_store_engine, create_tables, redact, write_transaction
 from driftgate.stores.samples import to_utc
 
 MONITOR_STATE_TABLE = "driftgate_monitor_state"
+MONITOR_ACTIONS_TABLE = "driftgate_monitor_actions"
 
 _metadata = MetaData()
 monitor_state_table = Table(
@@ -44,6 +52,20 @@ monitor_state_table = Table(
     Column("last_window_end_us", BigInteger),
     Column("last_fire", Boolean, nullable=False),
 )
+monitor_actions_table = Table(
+    MONITOR_ACTIONS_TABLE,
+    _metadata,
+    Column("model_name", String(256), primary_key=True),
+    Column("model_version", String(64), primary_key=True),
+    Column("monitor", String(256), primary_key=True),
+    Column("window_start_us", BigInteger, primary_key=True),
+    Column("window_end_us", BigInteger, primary_key=True),
+    Column("action", String(256), nullable=False),
+    Column("detail", Text, nullable=False),
+    Column("review_id", String(64)),
+    Column("changed", Boolean, nullable=False),
+    Column("taken_at_us", BigInteger, nullable=False),
+)
 
 
 def _us(moment: datetime | str | None) -> int | None:
@@ -55,7 +77,7 @@ def _iso(us: int | None) -> str | None:
 
 
 class MonitorStateStore:
-    """Hysteresis state in SQLite (default) or PostgreSQL."""
+    """Hysteresis state and the action ledger in SQLite (default) or PostgreSQL."""
 
     def __init__(self, url: str, *, sqlite_synchronous: str = "FULL") -> None:
         self.url = url
@@ -131,3 +153,49 @@ class MonitorStateStore:
             else:
                 connection.execute(update(monitor_state_table).where(key).values(**values))
         return firing
+
+    # -- action ledger ---------------------------------------------------------------
+    def action_taken(
+        self, model_name: str, model_version: str, monitor: str, window_start, window_end
+    ) -> ActionTaken | None:
+        """What the monitor's action did on this window, if it was taken."""
+        query = select(monitor_actions_table).where(
+            and_(
+                monitor_actions_table.c.model_name == model_name,
+                monitor_actions_table.c.model_version == model_version,
+                monitor_actions_table.c.monitor == monitor,
+                monitor_actions_table.c.window_start_us == _us(window_start),
+                monitor_actions_table.c.window_end_us == _us(window_end),
+            )
+        )
+        with self.engine.connect() as connection:
+            row = connection.execute(query).mappings().first()
+        if row is None:
+            return None
+        return ActionTaken(
+            row["monitor"], row["action"], row["detail"], row["review_id"], row["changed"]
+        )
+
+    def record_action(
+        self, model_name: str, model_version: str, window_start, window_end, taken: ActionTaken
+    ) -> None:
+        """Remember ``taken`` for this window; the first record of a window wins."""
+        values = {
+            "model_name": model_name,
+            "model_version": model_version,
+            "monitor": taken.monitor,
+            "window_start_us": _us(window_start),
+            "window_end_us": _us(window_end),
+            "action": taken.action,
+            "detail": taken.detail,
+            "review_id": taken.review_id,
+            "changed": taken.changed,
+            "taken_at_us": _us(datetime.now(UTC)),
+        }
+        try:
+            with write_transaction(self.engine) as connection:
+                connection.execute(insert(monitor_actions_table).values(**values))
+        except IntegrityError:
+            # Two runs acted on the same window at once; each action is idempotent on its
+            # own store, so the first record is as true as the second.
+            pass

@@ -4,7 +4,8 @@ The message goes to the monitoring webhook (``monitoring.webhook_url`` or
 ``DRIFTGATE_WEBHOOK_URL``), which the drift check posts for every action that changed
 something; without a webhook the breach is in the drift check's summary and logs.
 
-Idempotency: nothing is stored; the webhook is posted on every run that fires.
+Idempotency: the ledger of :func:`take_action` records the window, so a re-run reports
+it unchanged and the webhook is not posted twice for the same monitor and window.
 """
 
 from __future__ import annotations
@@ -27,6 +28,6 @@ register_action(
         name="notify",
         run=notify,
         description="post the breach to the webhook; no store changes",
-        idempotency="stores nothing",
+        idempotency="one notification per window",
     )
 )

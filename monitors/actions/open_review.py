@@ -5,7 +5,8 @@ count, latest window, observed value, features, evidence), and tags the model ve
 with the review's id and breach count so the MLflow UI shows it.
 
 Idempotency: the review store takes a window once (the same window again leaves the
-review as it is, and the tag is not rewritten).
+review as it is, and the tag is not rewritten); the ledger of :func:`take_action` makes
+a re-run of an acted-on window change nothing even after the review was resolved.
 """
 
 from __future__ import annotations
@@ -56,6 +57,6 @@ register_action(
         name="open_review",
         run=open_review,
         description="open (or update) a review of the breach and tag the model version",
-        idempotency="one review update per window",
+        idempotency="one review update per window; a window already taken changes nothing",
     )
 )

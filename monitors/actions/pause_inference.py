@@ -4,7 +4,9 @@ Opens (or updates) a review first, as ``open_review`` does: a paused model needs
 person, and the service's 503 body names the review to look at. Then sets the pause
 switch, with the reason, the monitor, the window, the evidence and the review.
 
-Idempotency: an already paused model is not paused again (no second audit event).
+Idempotency: an already paused model is not paused again (no second audit event); the
+ledger of :func:`take_action` makes a re-run of an acted-on window change nothing, so
+inference that a person resumed stays resumed.
 """
 
 from __future__ import annotations
@@ -46,6 +48,6 @@ register_action(
         name="pause_inference",
         run=pause_inference,
         description="open a review and pause inference until a person resumes it",
-        idempotency="an already paused model is not paused again",
+        idempotency="pauses once per window; a resumed model is not paused again by a re-run",
     )
 )

@@ -1,14 +1,20 @@
 """The registry of monitor actions, what an action is handed, and what it returns.
 
-Idempotency: each action is idempotent on its own store (a review takes a window
-once; a paused model is not paused again).
+Idempotency, in two layers:
+
+1. each action is idempotent on its own store where the store can tell (a review takes
+   a window once; a paused model is not paused again);
+2. :func:`take_action` keeps a ledger of the windows each monitor has acted on
+   (``ports.ledger``): the same monitor and window acted on again returns what was done
+   then, marked unchanged, and changes nothing, even when a person resolved the review
+   or resumed inference in between (a re-run must not undo their decision).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import pandas as pd
 from driftgate.monitors.rules import MonitorResult
@@ -53,18 +59,30 @@ class ActionRequest:
         )
 
 
+class Ledger(Protocol):
+    def action_taken(
+        self, model_name: str, model_version: str, monitor: str, window_start, window_end
+    ) -> ActionTaken | None: ...
+
+    def record_action(
+        self, model_name: str, model_version: str, window_start, window_end, taken: ActionTaken
+    ) -> None: ...
+
+
 @dataclass
 class ActionPorts:
     """The stores an action may change, opened by the caller.
 
     ``reviews``: ``open_or_update(...) -> ReviewChange`` (driftgate.stores.reviews);
     ``pause``: ``(model_name, **why) -> SwitchChange`` (the control store's pause switch);
-    ``tag_model_version``: ``(model_name, version, tags)`` on the model registry.
+    ``tag_model_version``: ``(model_name, version, tags)`` on the model registry;
+    ``ledger``: the windows already acted on (driftgate.stores.monitor_state).
     """
 
     reviews: Any
     pause: Callable[..., Any]
     tag_model_version: Callable[[str, str, dict[str, str]], None]
+    ledger: Ledger
     actor: str = "drift-check"
 
 
@@ -105,5 +123,18 @@ def get_action(name: str) -> Action:
 
 
 def take_action(name: str, request: ActionRequest, ports: ActionPorts) -> ActionTaken:
-    """Run action ``name`` for ``request``."""
-    return get_action(name).run(request, ports)
+    """Run action ``name`` for ``request`` once per monitor and window (see the module)."""
+    action = get_action(name)
+    key = (request.model_name, request.model_version)
+    previous = ports.ledger.action_taken(*key, request.result.monitor, request.start, request.end)
+    if previous is not None:
+        return ActionTaken(
+            previous.monitor,
+            previous.action,
+            f"already taken for this window: {previous.detail}",
+            previous.review_id,
+            changed=False,
+        )
+    taken = action.run(request, ports)
+    ports.ledger.record_action(*key, request.start, request.end, taken)
+    return taken

@@ -145,6 +145,18 @@ def test_missing_sensor_pauses_inference_with_the_review_and_evidence(monitored)
     assert [e.action for e in events].count("pause") == 1
 
 
+def test_a_rerun_of_a_judged_window_after_a_resume_does_not_pause_again(monitored):
+    """Issue 18: the re-run took the window's actions again and paused a resumed model."""
+    config = monitored["config"]
+    control = job.control_store(config)
+    control.resume(config.model.name, reason="sensor fixed", actor="test")
+    control.close()
+    again = judge(monitored, MISSING)
+    assert [a.action for a in again.actions] == ["pause_inference"]
+    assert again.actions[0].changed is False and "already taken" in again.actions[0].detail
+    assert not paused(monitored).paused
+
+
 def test_each_window_is_an_mlflow_run_with_metrics_and_evidence(monitored):
     verdict = judge(monitored, DRIFT_1)
     client = MlflowClient(tracking_uri=monitored["config"].tracking.uri)

@@ -1,8 +1,9 @@
-"""Monitor state (hysteresis) on SQLite and on the real PostgreSQL
+"""Monitor state (hysteresis, the action ledger) on SQLite and on the real PostgreSQL
 server, including a database written by the review store before the state moved."""
 
 import pandas as pd
 import pytest
+from driftgate.monitors.actions import ActionTaken
 from driftgate.monitors.rules import Monitor, MonitorResult
 from sqlalchemy import create_engine, text
 
@@ -66,6 +67,17 @@ def test_hysteresis_state_counts_windows_once_and_in_order(store):
     assert advance(store, rule, result(False), W3).consecutive == 0
 
 
+def test_the_ledger_remembers_each_window_acted_on_once(store):
+    assert store.action_taken("m", "3", "kl", *W1) is None
+    first = ActionTaken("kl", "open_review", "review rv-1 opened", "rv-1", True)
+    store.record_action("m", "3", *W1, first)
+    store.record_action("m", "3", *W1, ActionTaken("kl", "open_review", "again", "rv-2", True))
+    assert store.action_taken("m", "3", "kl", *W1) == first  # the first record wins
+    assert store.action_taken("m", "3", "kl", *W2) is None
+    assert store.action_taken("m", "4", "kl", *W1) is None
+    assert store.action_taken("m", "3", "other", *W1) is None
+
+
 def test_state_written_by_the_review_store_before_the_move_keeps_working(tmp_path):
     """The old schema: the review store created ``driftgate_monitor_state`` itself."""
     url = f"sqlite:///{tmp_path / 'old.db'}"
@@ -94,6 +106,7 @@ def test_state_written_by_the_review_store_before_the_move_keeps_working(tmp_pat
         assert pd.Timestamp(state.last_window_end("m", "3", "kl")) == pd.Timestamp(W1[1])
         second = advance(state, monitor(consecutive=2), result(True), W2)
         assert (second.consecutive, second.fire) == (2, True)  # counted on from the old row
+        assert state.action_taken("m", "3", "kl", *W2) is None  # the new table was created
     finally:
         state.close()
     reviews = ReviewStore(url)  # the old API still answers

@@ -37,6 +37,7 @@ def stores(tmp_path):
         reviews=reviews,
         pause=control.pause,
         tag_model_version=lambda name, version, values: tags.append((name, version, values)),
+        ledger=state,
     )
     yield Stores(reviews, control, state, tags, ports)
     for store in (reviews, control, state):

@@ -16,3 +16,12 @@ def test_a_breach_opens_a_review_and_tags_the_model_version(stores):
     later = take_action("open_review", request(W2, action="open_review"), stores.ports)
     assert later.changed and later.review_id == review.id
     assert stores.reviews.get(review.id).breaches == 2
+
+
+def test_the_same_window_twice_changes_nothing_even_after_the_review_was_resolved(stores):
+    first = take_action("open_review", request(action="open_review"), stores.ports)
+    stores.reviews.resolve(first.review_id, by="alice", resolution="sensor fixed")
+    again = take_action("open_review", request(action="open_review"), stores.ports)
+    assert again.changed is False and again.review_id == first.review_id
+    assert stores.reviews.list(status="open") == []  # no review reopened for a judged window
+    assert len(stores.tags) == 1

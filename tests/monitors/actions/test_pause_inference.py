@@ -14,6 +14,16 @@ def test_a_breach_pauses_with_the_review_the_window_and_the_evidence(stores):
     assert [r.id for r in stores.reviews.list(status="open")] == [taken.review_id]
 
 
+def test_a_rerun_after_a_resume_does_not_pause_again(stores):
+    """Issue 18: re-running an already judged window after a resume paused again."""
+    take_action("pause_inference", request(), stores.ports)
+    stores.control.resume("m", reason="sensor fixed", actor="alice")
+    again = take_action("pause_inference", request(), stores.ports)
+    assert again.changed is False and not stores.control.state("m").paused
+    assert [e.action for e in stores.control.events("m")].count("pause") == 1
+    assert stores.reviews.list(status="open")[0].breaches == 1
+
+
 def test_the_next_window_pauses_again_after_a_resume(stores):
     take_action("pause_inference", request(), stores.ports)
     stores.control.resume("m", reason="sensor fixed", actor="alice")
