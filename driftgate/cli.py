@@ -321,7 +321,7 @@ def reviews_list(
 ) -> None:
     """List reviews, newest first."""
     config = _load(config_path)
-    from driftgate.jobs.drift_check import review_store
+    from driftgate.stores.factories import review_store
 
     store = review_store(config)
     try:
@@ -352,8 +352,8 @@ def reviews_resolve(
     import getpass
 
     config = _load(config_path)
-    from driftgate.jobs.drift_check import review_store
     from driftgate.stores._sql import StoreError
+    from driftgate.stores.factories import review_store
 
     store = review_store(config)
     try:

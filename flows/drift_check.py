@@ -1,9 +1,11 @@
 """Prefect flow ``drift-check``: judge the latest window for each monitor, act, publish.
 
-Thin: each window is one task calling :func:`driftgate.jobs.drift_check.judge_window`
-(the same function as ``driftgate drift-check``); the flow adds a markdown and a table
-artifact per window in the Prefect UI. Deployments run it on each monitor's cron
-schedule from the gate config (one source of truth).
+Thin: each window runs the six steps of :func:`driftgate.jobs.drift_check.judge_window`
+(the same functions as ``driftgate drift-check``) as one task each, ``read-window``,
+``validate-window``, ``summarise-window``, ``decide``, ``record`` and ``act``, so the
+Prefect UI shows where a run spent its time or failed; the flow adds a markdown and a
+table artifact per window. Deployments run it on each monitor's cron schedule from the
+gate config (one source of truth).
 
 Scale-out: with ``dask_cluster`` set, the window's cells (row slices x feature groups,
 see :mod:`monitors.partitions`) are summarised as one ``summarise-cell`` task each on
@@ -68,11 +70,45 @@ def dask_mapper(cluster: str) -> Mapper:
     return summarise_on_dask
 
 
-@task(name="judge-window", cache_policy=NO_CACHE)
-def judge_window_task(config: ProjectConfig, gates, start, end, monitors, source, mapper=None):
-    return job.judge_window(
-        config, gates, start, end, monitors=monitors, source=source, mapper=mapper
-    )
+# One task per step of jobs.drift_check.judge_window, in its order; each calls the step.
+@task(name="read-window", cache_policy=NO_CACHE)
+def read_task(config: ProjectConfig, start, end, source):
+    return job.read(config, start, end, source=source)
+
+
+@task(name="validate-window", cache_policy=NO_CACHE)
+def validate_task(config: ProjectConfig, window, monitors):
+    return job.validate(config, window, monitors)
+
+
+@task(name="summarise-window", cache_policy=NO_CACHE)
+def summarise_task(config: ProjectConfig, window, mapper=None):
+    return job.summarise(config, window, mapper)
+
+
+@task(name="decide", cache_policy=NO_CACHE)
+def decide_task(config: ProjectConfig, window, counts, contract_result, monitors):
+    return job.decide(config, window, counts, contract_result, monitors)
+
+
+@task(name="record", cache_policy=NO_CACHE)
+def record_task(config: ProjectConfig, window, decision, contract_result, monitors):
+    return job.record(config, window, decision, contract_result, monitors)
+
+
+@task(name="act", cache_policy=NO_CACHE)
+def act_task(config: ProjectConfig, verdict, monitors):
+    return job.act(config, verdict, monitors)
+
+
+def judge_window_steps(config: ProjectConfig, start, end, monitors, source, mapper=None):
+    """:func:`driftgate.jobs.drift_check.judge_window`, one task per step."""
+    window = read_task(config, start, end, source)
+    contract_result = validate_task(config, window, monitors)
+    counts = summarise_task(config, window, mapper)
+    decision = decide_task(config, window, counts, contract_result, monitors)
+    verdict = record_task(config, window, decision, contract_result, monitors)
+    return act_task(config, verdict, monitors)
 
 
 @flow(name="drift-check")
@@ -94,7 +130,7 @@ def drift_check_flow(
     summaries = []
     planned = job.plan_recent(config, gates, end=end, window=window, monitor_names=monitor_names)
     for start, stop, group in planned:
-        verdict = judge_window_task(config, gates, start, stop, group, source, mapper)
+        verdict = judge_window_steps(config, start, stop, group, source, mapper)
         logger.info(
             "window %s..%s: %d rows, breached %s, actions %d (report %s)",
             start,

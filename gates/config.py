@@ -12,7 +12,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
+# Monitor rules (model, validation, evaluation) live beside the statistics they read.
 from driftgate.gates.checks import CheckSettings, validate_check_settings
+from driftgate.monitors.rules import Monitor
 from driftgate.training.evaluate import MetricName
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -73,35 +75,6 @@ class ModelChecks(BaseModel):
     def settings(self) -> dict[str, CheckSettings]:
         """Every check's settings by name, in run order."""
         return dict(self.model_extra or {})
-
-
-MonitorAction = Literal["open_review", "pause_inference", "notify"]
-
-
-class Monitor(StrictModel):
-    """A production rule: when ``metric`` on a window exceeds ``threshold``, take ``action``.
-
-    ``metric`` is a registered drift test (``kl``, ``ks``, ``missing_share``, ...) or a
-    contract rule (``contract:<rule>``). ``consecutive_breaches`` adds hysteresis: the
-    action fires only after that many breaching windows in a row.
-    """
-
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.\-]+$")
-    metric: str = Field(min_length=1)
-    features: list[str] | Literal["all"] = "all"
-    threshold: float
-    schedule: str = Field(description="cron, five fields")
-    action: MonitorAction
-    consecutive_breaches: int = Field(1, ge=1)
-    window: str = Field("1h", pattern=r"^\d+[smhd]$", description="window length, e.g. 30m, 1h")
-
-    @field_validator("schedule")
-    @classmethod
-    def _cron_has_five_fields(cls, schedule: str) -> str:
-        fields = schedule.split()
-        if len(fields) != 5:
-            raise ValueError(f"cron schedule needs 5 fields, got {len(fields)}: '{schedule}'")
-        return schedule
 
 
 class GateConfig(StrictModel):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from driftgate import registry
 from driftgate.config import ProjectConfig
 from driftgate.jobs.data import prepare_data
-from driftgate.jobs.drift_check import control_store, review_store
+from driftgate.stores.factories import control_store, review_store
 
 Say = Callable[[str], None]
 

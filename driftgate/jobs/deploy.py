@@ -63,6 +63,7 @@ def plan_deployments(
     shared volume or baked into the image); every run passes it to its flow. ``None``
     leaves it to the flow's default, ``./driftgate.yaml`` in the worker's folder.
     """
+    check_monitors(config, gates)
     model = config.model.name
     common = {"config_path": str(config_path)} if config_path else {}
     tags = ["driftgate", f"model:{model}"]
@@ -103,6 +104,23 @@ def plan_deployments(
             )
         )
     return plans
+
+
+def check_monitors(config: ProjectConfig, gates: GateConfig) -> None:
+    """Refuse monitors naming features or contract rules this project does not have
+    (ConfigError naming the monitor), before anything is scheduled.
+
+    The features are ``data.features`` or, by default (every numeric column), the
+    contract's columns: the model's own list is known only once it is trained, and the
+    drift check checks against it again at its start.
+    """
+    from driftgate.data_contracts import Contract
+    from driftgate.monitors.rules import check_monitors_against
+
+    contract = Contract.load(config.data.contract) if config.data.contract else None
+    features = config.data.features or (list(contract.columns) if contract else [])
+    where = f"{Path(config.gates).name if config.gates else 'gates.yaml'}: "
+    check_monitors_against(gates.monitors, features, contract, where=where)
 
 
 def describe(plans: list[DeploymentPlan]) -> str:

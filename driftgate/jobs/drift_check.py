@@ -1,16 +1,20 @@
 """The drift-check job: judge one window of production samples and act on it.
 
-For a window ``[start, end)``:
-1. read the samples (sample store, or Parquet/CSV files with a timestamp column);
-2. validate them against the data contract (Great Expectations);
-3. compute every drift statistic against the champion's reference profile, and, for
-   the decisions, one check per group of monitors with their own thresholds;
-4. evaluate each monitor on the window;
-5. log an MLflow run (one metric per feature and test; the Evidently HTML report, the
-   contract result and the drift report as artifacts; tags naming model and window);
-6. count consecutive breaches (hysteresis, stored) and take the actions of the
-   monitors that fire: open (or update) a review, pause inference, notify — each
-   idempotent for the same window.
+:func:`judge_window` is a pipeline over six named steps, each a plain function (and, in
+``flows/drift_check.py``, one Prefect task each, so the Prefect UI shows them):
+
+1. :func:`read` the champion's reference profile and the window's samples (sample store,
+   or Parquet/CSV files with a timestamp column);
+2. :func:`validate` the monitors against the model and its contract (a typo is a
+   ConfigError here, not a silent pass), then the window against the data contract;
+3. :func:`summarise` the window into per-feature counts once (in process, or on Dask);
+4. :func:`decide` every drift statistic for the evidence, and each monitor with its own
+   threshold (:mod:`monitors.rules`);
+5. :func:`record` the evidence (an MLflow run with one metric per feature and test, the
+   Evidently report, the contract result and the drift report; report files under
+   home) and then the hysteresis state (consecutive breaches);
+6. :func:`act` on the monitors that fire: the registered actions
+   (:mod:`monitors.actions`), each once per monitor and window, and the webhook.
 
 The MLflow run is logged before any state changes or action, so that every action
 links to its evidence; if anything before that fails, nothing is recorded and no
@@ -33,16 +37,27 @@ import pandas as pd
 
 from driftgate import registry
 from driftgate.config import ProjectConfig
-from driftgate.gates.config import GateConfig, Monitor
-from driftgate.gates.monitoring import (
+from driftgate.core.yamlconfig import ConfigError
+from driftgate.gates.config import GateConfig
+from driftgate.monitors.actions import ActionPorts, ActionRequest, ActionTaken, take_action
+from driftgate.monitors.partitions import Mapper
+from driftgate.monitors.rules import (
     CONTRACT_PREFIX,
     Firing,
+    Monitor,
     MonitorResult,
+    check_monitors_against,
     drift_tests_of,
     evaluate_monitor,
     group_by_threshold,
+    parse_duration,
 )
-from driftgate.monitors.partitions import Mapper
+from driftgate.stores.factories import (
+    control_store,
+    monitor_state_store,
+    open_reader,
+    review_store,
+)
 from driftgate.stores.samples import to_utc
 
 log = logging.getLogger(__name__)
@@ -53,14 +68,23 @@ EVIDENCE_TESTS = ("ks", "kl", "psi", "js", "wasserstein", "missing_share", "mean
 WEBHOOK_ENV = "DRIFTGATE_WEBHOOK_URL"
 ACTOR = "drift-check"
 
-
-@dataclass
-class ActionTaken:
-    monitor: str
-    action: str
-    detail: str
-    review_id: str | None = None
-    changed: bool = True
+# Importable from here as before; they live in driftgate.stores.factories and
+# driftgate.monitors.rules / driftgate.monitors.actions now.
+__all__ = [
+    "ActionTaken",
+    "WindowVerdict",
+    "act",
+    "control_store",
+    "decide",
+    "judge_window",
+    "open_reader",
+    "parse_duration",
+    "read",
+    "record",
+    "review_store",
+    "summarise",
+    "validate",
+]
 
 
 @dataclass
@@ -143,35 +167,6 @@ class WindowVerdict:
         return "\n".join(lines) + "\n"
 
 
-def parse_duration(text: str) -> pd.Timedelta:
-    """``30m``, ``1h``, ``7d`` -> Timedelta (the monitors' ``window`` syntax)."""
-    unit = {"s": "s", "m": "min", "h": "h", "d": "D"}[text[-1]]
-    return pd.Timedelta(int(text[:-1]), unit=unit)
-
-
-def open_reader(config: ProjectConfig, source: str | None = None):
-    """The sample store of the service, or ``source``: a store URL or a Parquet/CSV path."""
-    from driftgate.stores.samples import open_sample_reader
-
-    return open_sample_reader(source or config.serving.sample_store(config.home_dir))
-
-
-def review_store(config: ProjectConfig):
-    from driftgate.stores.reviews import ReviewStore
-
-    url = config.monitoring.review_store_url or config.serving.control_store(config.home_dir)
-    return ReviewStore(url, sqlite_synchronous=config.serving.sqlite_synchronous)
-
-
-def control_store(config: ProjectConfig):
-    from driftgate.stores.control import ControlStore
-
-    return ControlStore(
-        config.serving.control_store(config.home_dir),
-        sqlite_synchronous=config.serving.sqlite_synchronous,
-    )
-
-
 def load_champion_profile(config: ProjectConfig, version: str):
     """The reference profile of ``version``, cached under home (profiles are immutable)."""
     from driftgate.monitors.profile import ReferenceProfile
@@ -197,25 +192,91 @@ def _features_frame(window: pd.DataFrame, features: list[str]) -> pd.DataFrame:
     return frame
 
 
-def judge_window(
-    config: ProjectConfig,
-    gates: GateConfig,
-    start,
-    end,
-    *,
-    monitors: list[Monitor] | None = None,
-    source: str | None = None,
-    mapper: Mapper | None = None,
-) -> WindowVerdict:
-    """Judge ``[start, end)`` with ``monitors`` (default: all of the gate config) and act.
+def _features_frame(window: pd.DataFrame, features: list[str]) -> pd.DataFrame:
+    """The profiled features; a column absent from every sample is all missing (so the
+    missing-share monitors see a sensor that went silent) rather than an error."""
+    frame = pd.DataFrame(index=window.index)
+    for name in features:
+        frame[name] = (
+            pd.to_numeric(window[name], errors="coerce") if name in window.columns else np.nan
+        )
+    return frame
+
+
+@dataclass
+class WindowSamples:
+    """What :func:`read` returns: the champion, its profile and the window's samples."""
+
+    model_name: str
+    model_version: str
+    start: pd.Timestamp
+    end: pd.Timestamp
+    profile: object  # monitors.profile.ReferenceProfile
+    samples: pd.DataFrame  # as stored (every column, for the contract)
+    current: pd.DataFrame  # the profiled features, numeric
+
+    @property
+    def rows(self) -> int:
+        return len(self.current)
+
+
+@dataclass
+class Decision:
+    """What :func:`decide` returns: every monitor's result and the evidence report."""
+
+    results: list[MonitorResult]
+    evidence: object  # monitors.DriftReport over EVIDENCE_TESTS
+
+
+# -- 1. read -------------------------------------------------------------------------
+def read(config: ProjectConfig, start, end, *, source: str | None = None) -> WindowSamples:
+    """The champion's version and reference profile, and the samples of ``[start, end)``."""
+    start, end = to_utc(start), to_utc(end)
+    name = config.model.name
+    version = registry.alias_version(config.tracking, name, registry.CHAMPION_ALIAS)
+    if version is None:
+        raise registry.RegistryError(f"model '{name}' has no champion to monitor")
+    profile = load_champion_profile(config, version)
+    samples = open_reader(config, source).read_window(start, end)
+    return WindowSamples(
+        model_name=name,
+        model_version=version,
+        start=start,
+        end=end,
+        profile=profile,
+        samples=samples,
+        current=_features_frame(samples, list(profile.features)),
+    )
+
+
+# -- 2. validate ---------------------------------------------------------------------
+def validate(config: ProjectConfig, window: WindowSamples, monitors: list[Monitor]):
+    """Check the monitors against the champion's features and the project's contract
+    (ConfigError naming the monitor), then the window against the contract.
+
+    Returns the contract result (``data_contracts.ContractResult``), or None when the
+    project has no contract.
+    """
+    from driftgate.data_contracts import Contract, validate_batch
+
+    contract = Contract.load(config.data.contract) if config.data.contract is not None else None
+    where = f"{Path(config.gates).name if config.gates else 'gates.yaml'}: "
+    check_monitors_against(monitors, window.profile.features, contract, where=where)
+    if contract is None:
+        return None
+    present = [c for c in contract.columns if c in window.samples.columns]
+    return validate_batch(contract, window.samples[present])
+
+
+# -- 3. summarise --------------------------------------------------------------------
+def summarise(config: ProjectConfig, window: WindowSamples, mapper: Mapper | None = None):
+    """The window's per-feature counts, summarised once; every statistic runs on them.
 
     ``mapper`` summarises the window's cells (row slices x feature groups, sized by
     ``monitoring.partition_rows`` and ``feature_groups``): in this process by default;
     the drift-check flow passes one that runs them on a Dask cluster. Either way the
     statistics are the same, bit for bit (:mod:`monitors.partitions`).
     """
-    from driftgate.data_contracts import Contract, render_html, render_markdown, validate_batch
-    from driftgate.monitors import check_drift_counts
     from driftgate.monitors.partitions import (
         feature_groups,
         row_slices,
@@ -223,33 +284,29 @@ def judge_window(
         summarise_parts,
     )
 
-    start, end = to_utc(start), to_utc(end)
-    monitors = list(gates.monitors if monitors is None else monitors)
-    name = config.model.name
-    version = registry.alias_version(config.tracking, name, registry.CHAMPION_ALIAS)
-    if version is None:
-        raise registry.RegistryError(f"model '{name}' has no champion to monitor")
-    profile = load_champion_profile(config, version)
-    features = list(profile.features)
-    window = open_reader(config, source).read_window(start, end)
-    current = _features_frame(window, features)
-    enough = len(current) >= max(config.monitoring.min_rows, 1)
-
-    contract_result = None
-    if config.data.contract is not None:
-        contract = Contract.load(config.data.contract)
-        present = [c for c in contract.columns if c in window.columns]
-        contract_result = validate_batch(contract, window[present])
-
-    # Summarised once; each check below only runs statistics on the counts.
-    counts = summarise_parts(
-        profile,
-        row_slices(current, config.monitoring.partition_rows),
-        feature_groups(features, config.monitoring.feature_groups),
+    return summarise_parts(
+        window.profile,
+        row_slices(window.current, config.monitoring.partition_rows),
+        feature_groups(list(window.profile.features), config.monitoring.feature_groups),
         mapper=mapper or summarise_in_process,
     )
+
+
+# -- 4. decide -----------------------------------------------------------------------
+def decide(
+    config: ProjectConfig, window: WindowSamples, counts, contract_result, monitors: list[Monitor]
+) -> Decision:
+    """Every evidence statistic, and each monitor's result, in the monitors' order.
+
+    Monitors on the same statistic with different thresholds get one check each
+    (:func:`monitors.rules.group_by_threshold`); a window under ``monitoring.min_rows``
+    is ``no_data`` for every monitor, never a pass.
+    """
+    from driftgate.monitors import check_drift_counts
+
+    profile = window.profile
     results: list[MonitorResult] = []
-    evidence_report = check_drift_counts(profile, counts, tests=list(EVIDENCE_TESTS))
+    evidence = check_drift_counts(profile, counts, tests=list(EVIDENCE_TESTS))
     for group in group_by_threshold(monitors):
         report = check_drift_counts(
             profile,
@@ -263,106 +320,121 @@ def judge_window(
         for m in monitors
         if m.metric.startswith(CONTRACT_PREFIX)
     )
-    if not enough:
+    if window.rows < max(config.monitoring.min_rows, 1):
         results = [
             MonitorResult(
                 **{
                     **r.__dict__,
                     "breached": False,
                     "status": "no_data",
-                    "reason": f"{len(current)} rows < monitoring.min_rows",
+                    "reason": f"{window.rows} rows < monitoring.min_rows",
                 }
             )
             for r in results
         ]
     order = {m.name: i for i, m in enumerate(monitors)}
     results.sort(key=lambda r: order[r.monitor])
+    return Decision(results=results, evidence=evidence)
 
+
+# -- 5. record -----------------------------------------------------------------------
+def record(
+    config: ProjectConfig,
+    window: WindowSamples,
+    decision: Decision,
+    contract_result,
+    monitors: list[Monitor],
+) -> WindowVerdict:
+    """Log the evidence (MLflow run, report files), then advance the hysteresis state."""
+    from driftgate.data_contracts import render_html, render_markdown
+
+    name, version, start, end = window.model_name, window.model_version, window.start, window.end
+    results = decision.results
     verdict = WindowVerdict(
         model_name=name,
         model_version=version,
         start=start,
         end=end,
-        rows=len(current),
+        rows=window.rows,
         contract_passed=None if contract_result is None else contract_result.passed,
         results=results,
         firings={},
-        drift_metrics=evidence_report.metrics(),
+        drift_metrics=decision.evidence.metrics(),
     )
-    reviews = review_store(config)
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        (folder / "drift.json").write_text(json.dumps(decision.evidence.to_dict(), indent=2))
+        (folder / "monitors.json").write_text(
+            json.dumps([r.to_dict() for r in results], indent=2, default=str)
+        )
+        artifacts = {"drift": folder / "drift.json", "monitors": folder / "monitors.json"}
+        if contract_result is not None:
+            (folder / "contract.md").write_text(render_markdown(contract_result))
+            (folder / "contract.html").write_text(render_html(contract_result))
+            artifacts["contract"] = folder / "contract.md"
+            artifacts["contract_html"] = folder / "contract.html"
+        if config.monitoring.evidently_report and window.rows > 0:
+            from driftgate.monitors.report import render_evidently_report
+
+            try:
+                artifacts["report"] = render_evidently_report(
+                    window.profile, window.current, folder / "evidently.html"
+                )
+            except Exception as exc:  # a report for people must not block the decision
+                log.warning("Evidently report not rendered: %s", exc)
+        verdict.run_id = registry.log_monitoring_run(
+            config.tracking,
+            config.monitoring.experiment,
+            f"{name}-v{version} {start:%Y-%m-%d %H:%M}..{end:%Y-%m-%d %H:%M}",
+            params={
+                "model_name": name,
+                "model_version": version,
+                "rows": window.rows,
+                "window_start": start.isoformat(),
+                "window_end": end.isoformat(),
+            },
+            metrics={
+                **verdict.drift_metrics,
+                "rows": float(window.rows),
+                **{
+                    f"monitor.{r.monitor}.observed": r.observed
+                    for r in results
+                    if r.observed is not None
+                },
+                **{f"monitor.{r.monitor}.breached": float(r.breached) for r in results},
+            },
+            tags={
+                "driftgate.model_name": name,
+                "driftgate.model_version": version,
+                "driftgate.window_start": start.isoformat(),
+                "driftgate.window_end": end.isoformat(),
+                "driftgate.breached": ",".join(verdict.breached) or "-",
+                "driftgate.contract": str(verdict.contract_passed),
+            },
+            artifacts=artifacts,
+        )
+        # Named after the monitors too: two deployments judging the same window for
+        # different monitors must not overwrite each other's evidence.
+        report_dir = (
+            config.home_dir
+            / "reports"
+            / "drift"
+            / f"{start:%Y%m%dT%H%M}-{end:%Y%m%dT%H%M}-{'-'.join(m.name for m in monitors)}"[:200]
+        )
+        report_dir.mkdir(parents=True, exist_ok=True)
+        for path in folder.iterdir():
+            (report_dir / path.name).write_bytes(path.read_bytes())
+        (report_dir / "summary.md").write_text(verdict.markdown())
+        verdict.report_dir = report_dir
+
+    # The hysteresis state advances only once the evidence is logged: a run that
+    # fails before this point leaves the window unjudged, so the next run judges it
+    # again (catch-up) instead of remembering a breach no action was taken on.
     by_name = {m.name: m for m in monitors}
+    state = monitor_state_store(config)
     try:
-        with tempfile.TemporaryDirectory() as scratch:
-            folder = Path(scratch)
-            (folder / "drift.json").write_text(json.dumps(evidence_report.to_dict(), indent=2))
-            (folder / "monitors.json").write_text(
-                json.dumps([r.to_dict() for r in results], indent=2, default=str)
-            )
-            artifacts = {"drift": folder / "drift.json", "monitors": folder / "monitors.json"}
-            if contract_result is not None:
-                (folder / "contract.md").write_text(render_markdown(contract_result))
-                (folder / "contract.html").write_text(render_html(contract_result))
-                artifacts["contract"] = folder / "contract.md"
-                artifacts["contract_html"] = folder / "contract.html"
-            if config.monitoring.evidently_report and len(current) > 0:
-                from driftgate.monitors.report import render_evidently_report
-
-                try:
-                    artifacts["report"] = render_evidently_report(
-                        profile, current, folder / "evidently.html"
-                    )
-                except Exception as exc:  # a report for people must not block the decision
-                    log.warning("Evidently report not rendered: %s", exc)
-            verdict.run_id = registry.log_monitoring_run(
-                config.tracking,
-                config.monitoring.experiment,
-                f"{name}-v{version} {start:%Y-%m-%d %H:%M}..{end:%Y-%m-%d %H:%M}",
-                params={
-                    "model_name": name,
-                    "model_version": version,
-                    "rows": len(current),
-                    "window_start": start.isoformat(),
-                    "window_end": end.isoformat(),
-                },
-                metrics={
-                    **verdict.drift_metrics,
-                    "rows": float(len(current)),
-                    **{
-                        f"monitor.{r.monitor}.observed": r.observed
-                        for r in results
-                        if r.observed is not None
-                    },
-                    **{f"monitor.{r.monitor}.breached": float(r.breached) for r in results},
-                },
-                tags={
-                    "driftgate.model_name": name,
-                    "driftgate.model_version": version,
-                    "driftgate.window_start": start.isoformat(),
-                    "driftgate.window_end": end.isoformat(),
-                    "driftgate.breached": ",".join(verdict.breached) or "-",
-                    "driftgate.contract": str(verdict.contract_passed),
-                },
-                artifacts=artifacts,
-            )
-            # Named after the monitors too: two deployments judging the same window for
-            # different monitors must not overwrite each other's evidence.
-            report_dir = (
-                config.home_dir
-                / "reports"
-                / "drift"
-                / f"{start:%Y%m%dT%H%M}-{end:%Y%m%dT%H%M}-{'-'.join(by_name)}"[:200]
-            )
-            report_dir.mkdir(parents=True, exist_ok=True)
-            for path in folder.iterdir():
-                (report_dir / path.name).write_bytes(path.read_bytes())
-            (report_dir / "summary.md").write_text(verdict.markdown())
-            verdict.report_dir = report_dir
-
-        # The hysteresis state advances only once the evidence is logged: a run that
-        # fails before this point leaves the window unjudged, so the next run judges it
-        # again (catch-up) instead of remembering a breach no action was taken on.
         for result in results:
-            verdict.firings[result.monitor] = reviews.advance(
+            verdict.firings[result.monitor] = state.advance(
                 model_name=name,
                 model_version=version,
                 monitor=by_name[result.monitor],
@@ -370,117 +442,117 @@ def judge_window(
                 window_start=start,
                 window_end=end,
             )
-        take_actions(config, verdict, by_name, reviews)
-        (verdict.report_dir / "summary.md").write_text(verdict.markdown())
     finally:
-        reviews.close()
+        state.close()
     return verdict
 
 
-def take_actions(
-    config: ProjectConfig, verdict: WindowVerdict, monitors: dict[str, Monitor], reviews
-) -> None:
-    """The configured action of every monitor that fires on this window.
-
-    ``pause_inference`` also opens (or updates) a review: a paused model needs a person,
-    and the 503 body names the review to look at.
-    """
+# -- 6. act --------------------------------------------------------------------------
+def act(config: ProjectConfig, verdict: WindowVerdict, monitors: list[Monitor]) -> WindowVerdict:
+    """Take the configured action of every monitor that fires on this window, once per
+    monitor and window (:func:`monitors.actions.take_action`), and post the webhook for
+    every action that changed something."""
     evidence = [f"runs:/{verdict.run_id}", str(verdict.report_dir / "summary.md")]
     webhook = config.monitoring.webhook_url or os.environ.get(WEBHOOK_ENV)
-    for result in verdict.results:
-        firing = verdict.firings.get(result.monitor)
-        if firing is None or not firing.fire:
-            continue
-        action = monitors[result.monitor].action
-        what = (
-            f"{result.monitor}: {result.metric} {result.observed:.4g} > {result.threshold:g} on "
-            f"{', '.join(result.breached_features) or 'the window'} "
-            f"({verdict.start.isoformat()}..{verdict.end.isoformat()})"
+    by_name = {m.name: m for m in monitors}
+    firing = [r for r in verdict.results if verdict.firings.get(r.monitor, Firing(0, False)).fire]
+    if firing:
+        reviews, state = review_store(config), monitor_state_store(config)
+        ports = ActionPorts(
+            reviews=reviews,
+            pause=lambda model_name, **why: _pause(config, model_name, **why),
+            tag_model_version=lambda model_name, version, tags: registry.tag_model_version(
+                config.tracking, model_name, version, tags
+            ),
+            ledger=state,
+            actor=ACTOR,
         )
-        taken = None
-        if action in ("open_review", "pause_inference"):
-            taken = _open_review(config, verdict, result, reviews, evidence, what)
-        if action == "pause_inference":
-            taken = _pause(config, verdict, result, evidence, what, taken.review_id)
-        if action == "notify":
-            taken = ActionTaken(result.monitor, "notify", what)
-        if webhook and taken.changed:
-            failure = _post(webhook, verdict, result, action, taken.review_id, what, evidence)
-            taken.detail += f"; {failure}" if failure else "; webhook posted"
-        verdict.actions.append(taken)
+        try:
+            for result in firing:
+                action = by_name[result.monitor].action
+                request = ActionRequest(
+                    model_name=verdict.model_name,
+                    model_version=verdict.model_version,
+                    start=verdict.start,
+                    end=verdict.end,
+                    result=result,
+                    evidence=evidence,
+                )
+                taken = take_action(action, request, ports)
+                if webhook and taken.changed:
+                    failure = _post(webhook, request, action, taken.review_id)
+                    taken.detail += f"; {failure}" if failure else "; webhook posted"
+                verdict.actions.append(taken)
+        finally:
+            reviews.close()
+            state.close()
+    (verdict.report_dir / "summary.md").write_text(verdict.markdown())
+    return verdict
 
 
-def _open_review(config, verdict, result, reviews, evidence, what) -> ActionTaken:
-    change = reviews.open_or_update(
-        model_name=verdict.model_name,
-        model_version=verdict.model_version,
-        monitor=result.monitor,
-        metric=result.metric,
-        window_start=verdict.start,
-        window_end=verdict.end,
-        observed=result.observed,
-        threshold=result.threshold,
-        features=result.breached_features,
-        evidence=evidence,
-    )
-    review = change.review
-    changed = change.created or change.updated
-    if changed:
-        registry.tag_model_version(
-            config.tracking,
-            verdict.model_name,
-            verdict.model_version,
-            {f"driftgate.review.{result.monitor}": f"{review.id} open, {review.breaches} breaches"},
-        )
-    state = "opened" if change.created else "updated" if change.updated else "unchanged"
-    return ActionTaken(
-        result.monitor, "open_review", f"review {review.id} {state}: {what}", review.id, changed
-    )
-
-
-def _pause(config, verdict, result, evidence, what, review_id) -> ActionTaken:
+def _pause(config: ProjectConfig, model_name: str, **why):
     control = control_store(config)
     try:
-        switch = control.pause(
-            verdict.model_name,
-            reason=what,
-            actor=ACTOR,
-            monitor=result.monitor,
-            window_start=verdict.start,
-            window_end=verdict.end,
-            evidence=evidence,
-            review_id=review_id,
-        )
+        return control.pause(model_name, **why)
     finally:
         control.close()
-    state = "paused" if switch.changed else "already paused"
-    return ActionTaken(
-        result.monitor,
-        "pause_inference",
-        f"inference {state} (review {review_id}): {what}",
-        review_id,
-        switch.changed,
-    )
 
 
-def _post(webhook, verdict, result, action, review_id, what, evidence) -> str | None:
+def _post(webhook: str, request: ActionRequest, action: str, review_id: str | None):
     from driftgate.notify import post_json
 
+    result = request.result
     return post_json(
         webhook,
         {
-            "text": f"driftgate: {verdict.model_name} v{verdict.model_version} {action}: {what}",
-            "model": verdict.model_name,
-            "version": verdict.model_version,
+            "text": (
+                f"driftgate: {request.model_name} v{request.model_version} {action}: {request.what}"
+            ),
+            "model": request.model_name,
+            "version": request.model_version,
             "monitor": result.monitor,
             "action": action,
             "review_id": review_id,
             "observed": result.observed,
             "threshold": result.threshold,
-            "window": [verdict.start.isoformat(), verdict.end.isoformat()],
-            "evidence": evidence,
+            "window": [request.start.isoformat(), request.end.isoformat()],
+            "evidence": request.evidence,
         },
     )
+
+
+# -- the pipeline --------------------------------------------------------------------
+def judge_window(
+    config: ProjectConfig,
+    gates: GateConfig,
+    start,
+    end,
+    *,
+    monitors: list[Monitor] | None = None,
+    source: str | None = None,
+    mapper: Mapper | None = None,
+) -> WindowVerdict:
+    """Judge ``[start, end)`` with ``monitors`` (default: all of the gate config) and act.
+
+    ``mapper``: where the window's cells are summarised (see :func:`summarise`).
+    """
+    monitors = list(gates.monitors if monitors is None else monitors)
+    window = read(config, start, end, source=source)
+    contract_result = validate(config, window, monitors)
+    counts = summarise(config, window, mapper)
+    decision = decide(config, window, counts, contract_result, monitors)
+    verdict = record(config, window, decision, contract_result, monitors)
+    return act(config, verdict, monitors)
+
+
+def window_override(window: str | None) -> pd.Timedelta | None:
+    """``--window`` as a length, by the monitors' own parser (ConfigError if invalid)."""
+    if window is None:
+        return None
+    try:
+        return parse_duration(window)
+    except ValueError as exc:
+        raise ConfigError(f"--window: {exc}") from None
 
 
 def plan_windows(
@@ -502,7 +574,6 @@ def plan_windows(
     whole windows missed since — a run that failed, a worker that was down — those
     windows come first, oldest first, at most ``max_catch_up`` of them (the newest).
     """
-    from driftgate.core.yamlconfig import ConfigError
     from driftgate.stores.samples import utc_now
 
     end = to_utc(end or utc_now())
@@ -513,29 +584,33 @@ def plan_windows(
             known = ", ".join(m.name for m in monitors)
             raise ConfigError(f"unknown monitor(s) {', '.join(unknown)}; known: {known}")
         monitors = [m for m in monitors if m.name in names]
+    override = window_override(window)
     groups: dict[tuple[pd.Timedelta, pd.Timestamp | None], list[Monitor]] = {}
     for monitor in monitors:
         last = (last_judged or {}).get(monitor.name)
-        key = (parse_duration(window or monitor.window), to_utc(last) if last else None)
+        key = (override or monitor.length, to_utc(last) if last else None)
         groups.setdefault(key, []).append(monitor)
     planned = []
     for (length, last), group in groups.items():
         current_start = end - length
         missed = []
-        if last is not None and max_catch_up > 0:
-            start = last
-            while start + length <= current_start:
-                missed.append((start, start + length, group))
-                start += length
-            if len(missed) > max_catch_up:
+        if last is not None and max_catch_up > 0 and last + length <= current_start:
+            # Counted, not listed: a long outage with a short window must not build a
+            # list of every missed window only to keep the newest few.
+            count = (current_start - last) // length
+            if count > max_catch_up:
                 log.warning(
                     "%s: %d windows missed since %s; judging the last %d",
                     ", ".join(m.name for m in group),
-                    len(missed),
+                    count,
                     last,
                     max_catch_up,
                 )
-                missed = missed[-max_catch_up:]
+            first = last + (count - min(count, max_catch_up)) * length
+            missed = [
+                (first + i * length, first + (i + 1) * length, group)
+                for i in range(min(count, max_catch_up))
+            ]
         planned += [*missed, (current_start, end, group)]
     return planned
 
@@ -545,14 +620,14 @@ def last_judged_ends(config: ProjectConfig, gates: GateConfig) -> dict[str, pd.T
     version = registry.alias_version(config.tracking, config.model.name, registry.CHAMPION_ALIAS)
     if version is None:
         return {}
-    reviews = review_store(config)
+    state = monitor_state_store(config)
     try:
         ends = {
-            m.name: reviews.last_window_end(config.model.name, version, m.name)
+            m.name: state.last_window_end(config.model.name, version, m.name)
             for m in gates.monitors
         }
     finally:
-        reviews.close()
+        state.close()
     return {name: pd.Timestamp(end) for name, end in ends.items() if end is not None}
 
 
@@ -566,6 +641,7 @@ def plan_recent(
 ) -> list[tuple[pd.Timestamp, pd.Timestamp, list[Monitor]]]:
     """The windows a drift-check run judges: the current one for each monitor, after any
     missed since the last run (``monitoring.max_catch_up_windows``)."""
+    window_override(window)  # refused before the registry and the stores are asked
     catch_up = config.monitoring.max_catch_up_windows
     return plan_windows(
         gates,

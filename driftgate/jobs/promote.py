@@ -255,7 +255,7 @@ def promote(config: ProjectConfig, result: GateResult) -> str | None:
 def champion_lock(config: ProjectConfig):
     """Hold the per-model lock on ``champion`` in the control store (shared by every
     promoter that shares ``serving.control_store_url``: point CI runners at one)."""
-    from driftgate.jobs.drift_check import control_store
+    from driftgate.stores.factories import control_store
 
     store = control_store(config)
     try:

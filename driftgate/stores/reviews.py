@@ -1,4 +1,4 @@
-"""Reviews opened by monitors, and the monitors' hysteresis state.
+"""Reviews opened by monitors.
 
 A review asks a person to look at a breach. There is at most one *open* review per
 model version and monitor: a repeated breach updates it (breach count, latest window,
@@ -6,9 +6,8 @@ observed value, evidence) instead of opening another, and the same window report
 twice changes nothing, so re-running a drift check is idempotent. Resolving closes it;
 the next breach opens a new one.
 
-Each monitor also keeps its count of consecutive breaching windows (hysteresis) and the
-last window it judged, so a re-run of an already judged window returns the decision
-made then instead of counting the window twice.
+The monitors' hysteresis state and the ledger of windows acted on are in
+:mod:`driftgate.stores.monitor_state` (same database, their own store).
 
 Same databases as the control store: SQLite by default, PostgreSQL by URL.
 """
@@ -23,7 +22,6 @@ from datetime import UTC, datetime
 
 from sqlalchemy import (
     BigInteger,
-    Boolean,
     Column,
     Float,
     Index,
@@ -39,8 +37,6 @@ from sqlalchemy import (
     update,
 )
 
-from driftgate.gates.config import Monitor
-from driftgate.gates.monitoring import Firing, MonitorResult, apply_hysteresis
 from driftgate.stores._sql import (
     StoreError,
     create_store_engine,
@@ -51,7 +47,6 @@ from driftgate.stores._sql import (
 from driftgate.stores.samples import to_utc
 
 REVIEWS_TABLE = "driftgate_reviews"
-MONITOR_STATE_TABLE = "driftgate_monitor_state"
 OPEN, RESOLVED = "open", "resolved"
 
 _metadata = MetaData()
@@ -88,17 +83,6 @@ reviews_table = Table(
         sqlite_where=text("status = 'open'"),
         postgresql_where=text("status = 'open'"),
     ),
-)
-monitor_state_table = Table(
-    MONITOR_STATE_TABLE,
-    _metadata,
-    Column("model_name", String(256), primary_key=True),
-    Column("model_version", String(64), primary_key=True),
-    Column("monitor", String(256), primary_key=True),
-    Column("consecutive", Integer, nullable=False),
-    Column("last_window_start_us", BigInteger),
-    Column("last_window_end_us", BigInteger),
-    Column("last_fire", Boolean, nullable=False),
 )
 
 
@@ -172,7 +156,7 @@ def _review(row) -> Review:
 
 
 class ReviewStore:
-    """Reviews and monitor state in SQLite (default) or PostgreSQL."""
+    """Reviews in SQLite (default) or PostgreSQL."""
 
     def __init__(self, url: str, *, sqlite_synchronous: str = "FULL") -> None:
         self.url = url
@@ -304,66 +288,13 @@ class ReviewStore:
             )
         return _review({**row, **values})
 
-    # -- monitor state (hysteresis) ------------------------------------------------
+    # -- kept for callers of the old API: the state lives in MonitorStateStore --------
     def last_window_end(self, model_name: str, model_version: str, monitor: str) -> str | None:
-        """End (ISO, UTC) of the last window judged for this monitor and version, if any."""
-        query = select(monitor_state_table.c.last_window_end_us).where(
-            and_(
-                monitor_state_table.c.model_name == model_name,
-                monitor_state_table.c.model_version == model_version,
-                monitor_state_table.c.monitor == monitor,
-            )
-        )
-        with self.engine.connect() as connection:
-            return _iso(connection.execute(query).scalar())
+        """End of the last window judged for this monitor (see :class:`MonitorStateStore`)."""
+        from driftgate.stores.monitor_state import MonitorStateStore
 
-    def advance(
-        self,
-        *,
-        model_name: str,
-        model_version: str,
-        monitor: Monitor,
-        result: MonitorResult,
-        window_start: datetime | str,
-        window_end: datetime | str,
-    ) -> Firing:
-        """Record ``result`` for this window and say whether the monitor fires.
-
-        The window already judged last returns the decision made then; a window older
-        than it changes nothing and does not fire (windows are judged in order).
-        """
-        start, end = _us(window_start), _us(window_end)
-        key = and_(
-            monitor_state_table.c.model_name == model_name,
-            monitor_state_table.c.model_version == model_version,
-            monitor_state_table.c.monitor == monitor.name,
-        )
-        with write_transaction(self.engine) as connection:
-            query = select(monitor_state_table).where(key)
-            if connection.dialect.name == "postgresql":
-                query = query.with_for_update()
-            row = connection.execute(query).mappings().first()
-            if row is not None and row["last_window_end_us"] is not None:
-                if (row["last_window_start_us"], row["last_window_end_us"]) == (start, end):
-                    return Firing(row["consecutive"], row["last_fire"])
-                if end <= row["last_window_end_us"]:
-                    return Firing(row["consecutive"], False)
-            firing = apply_hysteresis(monitor, result, row["consecutive"] if row else 0)
-            values = {
-                "consecutive": firing.consecutive,
-                "last_window_start_us": start,
-                "last_window_end_us": end,
-                "last_fire": firing.fire,
-            }
-            if row is None:
-                connection.execute(
-                    insert(monitor_state_table).values(
-                        model_name=model_name,
-                        model_version=model_version,
-                        monitor=monitor.name,
-                        **values,
-                    )
-                )
-            else:
-                connection.execute(update(monitor_state_table).where(key).values(**values))
-        return firing
+        state = MonitorStateStore(self.url)
+        try:
+            return state.last_window_end(model_name, model_version, monitor)
+        finally:
+            state.close()

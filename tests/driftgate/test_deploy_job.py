@@ -44,3 +44,21 @@ def test_entrypoints_name_the_flows_they_deploy(project_config, gates):
         module, _, attribute = plan.entrypoint.rpartition(".")
         flow = getattr(importlib.import_module(module), attribute)
         assert flow.name == plan.flow_name
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"features": ["no_such_feature"]}, "monitor 'mean-shift-kl': features"),
+        ({"metric": "contract:finite"}, "checks no 'finite' rule"),
+    ],
+)
+def test_a_monitor_naming_what_the_project_lacks_is_refused_before_scheduling(
+    project_config, gates, change, expected
+):
+    """Issue 18: these passed `deploy --dry-run` and surfaced only at the scheduled run."""
+    from driftgate.core.yamlconfig import ConfigError
+
+    wrong = gates.model_copy(update={"monitors": [gates.monitors[0].model_copy(update=change)]})
+    with pytest.raises(ConfigError, match=expected):
+        plan_deployments(project_config, wrong, config_path=None)

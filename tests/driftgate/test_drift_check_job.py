@@ -22,6 +22,7 @@ DRIFT_1 = ("2030-01-02", "2030-01-03")
 DRIFT_2 = ("2030-01-03", "2030-01-04")
 MISSING = ("2030-01-04", "2030-01-05")
 DRIFT_3 = ("2032-01-01", "2032-01-02")  # after every window judged before it
+STEPS = ("2031-06-01", "2031-06-02")  # the steps one by one; before DRIFT_3
 
 
 def write_window(store, frame, features, window, version, missing=None, share=0.0):
@@ -75,6 +76,7 @@ def monitored(trained_model, tmp_path_factory):
     write_window(store, late.iloc[800:1600], features, DRIFT_2, version)
     write_window(store, calm, features, MISSING, version, missing="dew_point", share=0.10)
     write_window(store, late.iloc[1600:2400], features, DRIFT_3, version)
+    write_window(store, late.iloc[:800], features, STEPS, version)
     store.close()
     return {"config": config, "gates": load_gate_config(), "version": version}
 
@@ -143,6 +145,18 @@ def test_missing_sensor_pauses_inference_with_the_review_and_evidence(monitored)
     assert [e.action for e in events].count("pause") == 1
 
 
+def test_a_rerun_of_a_judged_window_after_a_resume_does_not_pause_again(monitored):
+    """Issue 18: the re-run took the window's actions again and paused a resumed model."""
+    config = monitored["config"]
+    control = job.control_store(config)
+    control.resume(config.model.name, reason="sensor fixed", actor="test")
+    control.close()
+    again = judge(monitored, MISSING)
+    assert [a.action for a in again.actions] == ["pause_inference"]
+    assert again.actions[0].changed is False and "already taken" in again.actions[0].detail
+    assert not paused(monitored).paused
+
+
 def test_each_window_is_an_mlflow_run_with_metrics_and_evidence(monitored):
     verdict = judge(monitored, DRIFT_1)
     client = MlflowClient(tracking_uri=monitored["config"].tracking.uri)
@@ -162,6 +176,65 @@ def test_an_empty_window_is_reported_as_no_data(monitored):
     verdict = judge(monitored, ("2031-01-01", "2031-01-02"))
     assert verdict.rows == 0 and verdict.breached == []
     assert {r.status for r in verdict.results} == {"no_data"}
+
+
+def test_read_gives_the_champion_its_profile_and_the_window(monitored):
+    window = job.read(monitored["config"], *CALM)
+    assert window.model_version == monitored["version"] and window.rows == 800
+    assert list(window.current.columns) == list(window.profile.features)
+    assert window.start == pd.Timestamp(CALM[0], tz="UTC")
+
+
+def test_validate_checks_the_window_and_refuses_monitors_naming_unknown_features(monitored):
+    """Issue 18: ``features: [no_such_feature]`` was a status ``error`` with exit 0."""
+    from driftgate.core.yamlconfig import ConfigError
+
+    config, monitors = monitored["config"], monitored["gates"].monitors
+    window = job.read(config, *CALM)
+    assert job.validate(config, window, monitors).passed
+    typo = monitors[0].model_copy(update={"features": ["temperature", "no_such_feature"]})
+    with pytest.raises(ConfigError, match=r"monitor 'mean-shift-kl': features.*no_such_feature"):
+        job.validate(config, window, [typo])
+
+
+def test_summarise_and_decide_judge_a_window_without_touching_any_store(monitored):
+    config, monitors = monitored["config"], monitored["gates"].monitors
+    window = job.read(config, *STEPS)
+    counts = job.summarise(config, window)
+    decision = job.decide(config, window, counts, None, monitors)
+    assert [r.monitor for r in decision.results] == [m.name for m in monitors]
+    assert [r.monitor for r in decision.results if r.breached] == ["mean-shift-kl"]
+    assert {r.test for r in decision.evidence.results} == set(job.EVIDENCE_TESTS)
+    runs = MlflowClient(tracking_uri=config.tracking.uri).search_runs(
+        [
+            MlflowClient(tracking_uri=config.tracking.uri)
+            .get_experiment_by_name(config.monitoring.experiment)
+            .experiment_id
+        ],
+        filter_string="tags.`driftgate.window_start` = '2031-06-01T00:00:00+00:00'",
+    )
+    assert runs == []
+
+
+def test_record_logs_and_counts_before_act_takes_the_actions(monitored):
+    config, monitors = monitored["config"], monitored["gates"].monitors
+    window = job.read(config, *STEPS)
+    contract = job.validate(config, window, monitors)
+    decision = job.decide(config, window, job.summarise(config, window), contract, monitors)
+
+    def kl_breaches():
+        (review,) = [r for r in open_reviews(monitored) if r.monitor == "mean-shift-kl"]
+        return review.breaches
+
+    breaches_before = kl_breaches()
+    verdict = job.record(config, window, decision, contract, monitors)
+    assert verdict.run_id and (verdict.report_dir / "drift.json").is_file()
+    assert verdict.firings["mean-shift-kl"].fire and verdict.actions == []
+    assert kl_breaches() == breaches_before  # recorded, not acted on
+    acted = job.act(config, verdict, monitors)
+    assert [a.action for a in acted.actions] == ["open_review"] and acted.actions[0].changed
+    assert kl_breaches() == breaches_before + 1
+    assert "Actions:" in (verdict.report_dir / "summary.md").read_text()
 
 
 def test_a_review_update_is_posted_to_the_webhook(monitored):

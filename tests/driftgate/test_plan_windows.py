@@ -99,3 +99,23 @@ def test_monitors_with_different_histories_get_their_own_windows(gates):
 def test_unknown_monitor_names_are_listed(gates):
     with pytest.raises(ConfigError, match="unknown monitor"):
         plan_windows(gates, end=END, names=["no-such-monitor"])
+
+
+@pytest.mark.parametrize("window", ["0m", "0h", "-1h", "1w", "xh"])
+def test_a_window_override_that_is_empty_or_unknown_is_refused(gates, window):
+    """A zero-length window never advanced the catch-up loop (issue 18: ~1 GB in 25 s)."""
+    last = {"mean-shift-kl": END - pd.Timedelta(hours=3)}
+    with pytest.raises(ConfigError, match="--window"):
+        plan_windows(gates, end=END, window=window, last_judged=last, max_catch_up=24)
+
+
+def test_a_long_outage_with_a_short_window_plans_only_the_newest_windows(gates):
+    last = {"mean-shift-kl": END - pd.Timedelta(days=365)}
+    planned = plan_windows(
+        gates, end=END, window="1s", names=["mean-shift-kl"], last_judged=last, max_catch_up=2
+    )
+    assert [(s.isoformat(), e.isoformat()) for s, e, _ in planned] == [
+        ("2035-06-01T11:59:57+00:00", "2035-06-01T11:59:58+00:00"),
+        ("2035-06-01T11:59:58+00:00", "2035-06-01T11:59:59+00:00"),
+        ("2035-06-01T11:59:59+00:00", "2035-06-01T12:00:00+00:00"),
+    ]

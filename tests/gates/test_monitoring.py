@@ -1,16 +1,18 @@
-"""Monitors of the gate config evaluated on real drift reports and contract results."""
+"""Monitor rules (driftgate.monitors.rules) of the gate config evaluated on real drift
+reports and contract results."""
 
 import numpy as np
 import pandas as pd
 import pytest
-from driftgate.gates.config import Monitor, load_gate_config
-from driftgate.gates.monitoring import (
+from driftgate.gates.config import load_gate_config
+from driftgate.monitors import ReferenceProfile, check_drift
+from driftgate.monitors.rules import (
+    Monitor,
     apply_hysteresis,
     drift_tests_of,
     evaluate_monitor,
     group_by_threshold,
 )
-from driftgate.monitors import ReferenceProfile, check_drift
 
 RNG = np.random.default_rng(0)
 REFERENCE = pd.DataFrame({"a": RNG.normal(size=5000), "b": RNG.normal(size=5000)})

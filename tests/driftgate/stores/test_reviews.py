@@ -1,8 +1,6 @@
-"""Reviews and monitor state on SQLite and on the real PostgreSQL server."""
+"""Reviews on SQLite and on the real PostgreSQL server."""
 
 import pytest
-from driftgate.gates.config import Monitor
-from driftgate.gates.monitoring import MonitorResult
 
 from driftgate.stores._sql import StoreError
 from driftgate.stores.reviews import ReviewStore
@@ -76,48 +74,3 @@ def test_reviews_survive_reopening_the_store(store_url):
     second = ReviewStore(store_url)
     assert second.get(review.id).breaches == 1
     second.close()
-
-
-def monitor(consecutive):
-    return Monitor(
-        name="kl",
-        metric="kl",
-        threshold=0.1,
-        schedule="0 * * * *",
-        action="open_review",
-        consecutive_breaches=consecutive,
-    )
-
-
-def result(breached, status="ok"):
-    return MonitorResult(
-        monitor="kl",
-        metric="kl",
-        action="open_review",
-        threshold=0.1,
-        breached=breached,
-        observed=0.2 if breached else 0.01,
-        status=status,
-    )
-
-
-def advance(store, rule, outcome, window):
-    return store.advance(
-        model_name="m",
-        model_version="3",
-        monitor=rule,
-        result=outcome,
-        window_start=window[0],
-        window_end=window[1],
-    )
-
-
-def test_hysteresis_state_counts_windows_once_and_in_order(store):
-    rule = monitor(consecutive=2)
-    assert advance(store, rule, result(True), W1).fire is False
-    assert advance(store, rule, result(True), W1).consecutive == 1  # re-run: not counted again
-    second = advance(store, rule, result(True), W2)
-    assert (second.consecutive, second.fire) == (2, True)
-    assert advance(store, rule, result(True), W2).fire is True  # re-run: same decision
-    assert advance(store, rule, result(True), W1).fire is False  # an older window: no change
-    assert advance(store, rule, result(False), W3).consecutive == 0

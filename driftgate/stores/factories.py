@@ -1,0 +1,49 @@
+"""Open the stores of a project from its config: one place for where each one lives.
+
+Used by the CLI, the drift check and the promotion lock alike, so they always open the
+same databases (``serving.*_store_url`` and ``monitoring.review_store_url``, by default
+SQLite files under the project's home).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the config package must stay importable without the stores
+    from driftgate.config import ProjectConfig
+
+
+def open_reader(config: ProjectConfig, source: str | None = None):
+    """The sample store of the service, or ``source``: a store URL or a Parquet/CSV path."""
+    from driftgate.stores.samples import open_sample_reader
+
+    return open_sample_reader(source or config.serving.sample_store(config.home_dir))
+
+
+def _review_url(config: ProjectConfig) -> str:
+    return config.monitoring.review_store_url or config.serving.control_store(config.home_dir)
+
+
+def review_store(config: ProjectConfig):
+    from driftgate.stores.reviews import ReviewStore
+
+    return ReviewStore(_review_url(config), sqlite_synchronous=config.serving.sqlite_synchronous)
+
+
+def monitor_state_store(config: ProjectConfig):
+    """Hysteresis state and the action ledger: in the review store's database, so a
+    review and the state that opened it are committed to the same place."""
+    from driftgate.stores.monitor_state import MonitorStateStore
+
+    return MonitorStateStore(
+        _review_url(config), sqlite_synchronous=config.serving.sqlite_synchronous
+    )
+
+
+def control_store(config: ProjectConfig):
+    from driftgate.stores.control import ControlStore
+
+    return ControlStore(
+        config.serving.control_store(config.home_dir),
+        sqlite_synchronous=config.serving.sqlite_synchronous,
+    )

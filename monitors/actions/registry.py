@@ -1,0 +1,140 @@
+"""The registry of monitor actions, what an action is handed, and what it returns.
+
+Idempotency, in two layers:
+
+1. each action is idempotent on its own store where the store can tell (a review takes
+   a window once; a paused model is not paused again);
+2. :func:`take_action` keeps a ledger of the windows each monitor has acted on
+   (``ports.ledger``): the same monitor and window acted on again returns what was done
+   then, marked unchanged, and changes nothing, even when a person resolved the review
+   or resumed inference in between (a re-run must not undo their decision).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import pandas as pd
+from driftgate.monitors.rules import MonitorResult
+
+
+class UnknownActionError(KeyError):
+    def __str__(self) -> str:  # KeyError would print the repr of the message
+        return str(self.args[0])
+
+
+@dataclass
+class ActionTaken:
+    """What an action did on one window; ``changed`` is False when it changed nothing."""
+
+    monitor: str
+    action: str
+    detail: str
+    review_id: str | None = None
+    changed: bool = True
+
+
+@dataclass(frozen=True)
+class ActionRequest:
+    """A monitor that fired on one window, with its evidence (MLflow run, report)."""
+
+    model_name: str
+    model_version: str
+    start: pd.Timestamp
+    end: pd.Timestamp
+    result: MonitorResult
+    evidence: list[str] = field(default_factory=list)
+
+    @property
+    def what(self) -> str:
+        """One line for people: the rule, the observed value, the features, the window."""
+        result = self.result
+        observed = "-" if result.observed is None else f"{result.observed:.4g}"
+        return (
+            f"{result.monitor}: {result.metric} {observed} > {result.threshold:g} on "
+            f"{', '.join(result.breached_features) or 'the window'} "
+            f"({self.start.isoformat()}..{self.end.isoformat()})"
+        )
+
+
+class Ledger(Protocol):
+    def action_taken(
+        self, model_name: str, model_version: str, monitor: str, window_start, window_end
+    ) -> ActionTaken | None: ...
+
+    def record_action(
+        self, model_name: str, model_version: str, window_start, window_end, taken: ActionTaken
+    ) -> None: ...
+
+
+@dataclass
+class ActionPorts:
+    """The stores an action may change, opened by the caller.
+
+    ``reviews``: ``open_or_update(...) -> ReviewChange`` (driftgate.stores.reviews);
+    ``pause``: ``(model_name, **why) -> SwitchChange`` (the control store's pause switch);
+    ``tag_model_version``: ``(model_name, version, tags)`` on the model registry;
+    ``ledger``: the windows already acted on (driftgate.stores.monitor_state).
+    """
+
+    reviews: Any
+    pause: Callable[..., Any]
+    tag_model_version: Callable[[str, str, dict[str, str]], None]
+    ledger: Ledger
+    actor: str = "drift-check"
+
+
+@dataclass(frozen=True)
+class Action:
+    """A registered action: its function, and its idempotency contract in words."""
+
+    name: str
+    run: Callable[[ActionRequest, ActionPorts], ActionTaken]
+    description: str
+    idempotency: str
+
+
+ACTIONS: dict[str, Action] = {}
+
+
+def register_action(action: Action) -> Action:
+    """Add an action to the registry (one line at the bottom of each action module)."""
+    if action.name in ACTIONS:
+        raise ValueError(f"monitor action {action.name!r} is already registered")
+    if not action.idempotency.strip():
+        raise ValueError(f"monitor action {action.name!r} must state its idempotency contract")
+    ACTIONS[action.name] = action
+    return action
+
+
+def action_names() -> list[str]:
+    return sorted(ACTIONS)
+
+
+def get_action(name: str) -> Action:
+    try:
+        return ACTIONS[name]
+    except KeyError:
+        raise UnknownActionError(
+            f"unknown monitor action {name!r}; known actions: {', '.join(action_names())}"
+        ) from None
+
+
+def take_action(name: str, request: ActionRequest, ports: ActionPorts) -> ActionTaken:
+    """Run action ``name`` for ``request`` once per monitor and window (see the module)."""
+    action = get_action(name)
+    key = (request.model_name, request.model_version)
+    previous = ports.ledger.action_taken(*key, request.result.monitor, request.start, request.end)
+    if previous is not None:
+        return ActionTaken(
+            previous.monitor,
+            previous.action,
+            f"already taken for this window: {previous.detail}",
+            previous.review_id,
+            changed=False,
+        )
+    taken = action.run(request, ports)
+    ports.ledger.record_action(*key, request.start, request.end, taken)
+    return taken

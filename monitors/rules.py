@@ -1,0 +1,366 @@
+"""Monitor rules: the production rules of ``gates.yaml`` and their evaluation on a window.
+
+One place for what "a monitor" means to the loop (the statistics engine beside it,
+:mod:`monitors.drift`, only computes statistics):
+
+- :class:`Monitor`, the rule as configured (``metric``, ``features``, ``threshold``,
+  ``schedule``, ``window``, ``action``, ``consecutive_breaches``), validated when the gate
+  config loads against the statistics registry, the contract rule kinds, the actions
+  registry, the scheduler's cron parser and :func:`parse_duration`;
+- :func:`check_monitors_against`, the checks that need the project too (features of
+  the model, rules of its contract), run where both are known: the drift check's start
+  and ``driftgate deploy``'s plan;
+- :func:`evaluate_monitor`, a rule on one window's drift report or contract result,
+  and :func:`apply_hysteresis`, whether it fires.
+
+The drift check itself runs with each monitor's threshold (``check_drift(...,
+thresholds={metric: threshold})``), so "breached" here means exactly what the drift
+engine decided, with its effect-size floor and corrections, and never a second rule.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Literal
+
+import pandas as pd
+from pydantic import Field, field_validator
+
+from driftgate.core.yamlconfig import ConfigError, StrictModel
+
+CONTRACT_PREFIX = "contract:"
+# Every kind of rule a contract makes (data_contracts.model.Contract.rules), and ``any``
+# for all of them; tests/monitors/test_rules.py fails if the contract grows a new kind.
+CONTRACT_RULE_KINDS = (
+    "any",
+    "row_count",
+    "extra_columns",
+    "exists",
+    "dtype",
+    "nulls",
+    "range",
+    "finite",
+    "categories",
+    "unique",
+)
+# A window is read whole: the bound keeps one read's memory finite. A year, because the
+# demo judges yearly windows of its historic data (``--window 365d``).
+MAX_WINDOW = pd.Timedelta(days=366)
+_DURATION = re.compile(r"^(\d{1,9})([smhd])$")
+_UNITS = {"s": "s", "m": "min", "h": "h", "d": "D"}
+
+
+def parse_duration(text: str) -> pd.Timedelta:
+    """``30m``, ``1h``, ``7d`` -> Timedelta: the one syntax of a monitor's ``window`` and
+    of ``driftgate drift-check --window``.
+
+    Raises:
+        ValueError: not ``<digits><s|m|h|d>``, zero (a window that never advances), or
+            longer than :data:`MAX_WINDOW`.
+    """
+    match = _DURATION.match(str(text).strip())
+    if match is None:
+        raise ValueError(
+            f"window '{text}' is not a duration: digits and one unit of s, m, h, d (e.g. 30m, 1h)"
+        )
+    length = pd.Timedelta(int(match[1]), unit=_UNITS[match[2]])
+    if length <= pd.Timedelta(0):
+        raise ValueError(f"window '{text}' is empty: it must be longer than 0")
+    if length > MAX_WINDOW:
+        raise ValueError(f"window '{text}' is longer than the maximum of 366d")
+    return length
+
+
+def validate_cron(schedule: str) -> str:
+    """Refuse what Prefect's scheduler would refuse, with the parser it uses (croniter),
+    plus the five-field form: ``driftgate deploy`` hands this string to Prefect."""
+    from croniter import croniter
+
+    fields = schedule.split()
+    if len(fields) != 5:
+        raise ValueError(f"cron schedule needs 5 fields, got {len(fields)}: '{schedule}'")
+    # Prefect refuses croniter's random and hashed expressions (R, H) too.
+    if not croniter.is_valid(schedule) or any(f.casefold() in ("r", "h") for f in fields):
+        raise ValueError(f"cron schedule '{schedule}' is not a valid cron expression")
+    return schedule
+
+
+class Monitor(StrictModel):
+    """A production rule: when ``metric`` on a window exceeds ``threshold``, take ``action``.
+
+    ``metric`` is a registered drift statistic (``kl``, ``ks``, ``missing_share``, ...) or
+    a contract rule kind (``contract:<kind>``, ``contract:any``). ``action`` is a
+    registered monitor action (:mod:`monitors.actions`). ``consecutive_breaches`` adds
+    hysteresis: the action fires only after that many breaching windows in a row.
+    """
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.\-]+$")
+    metric: str = Field(min_length=1)
+    features: list[str] | Literal["all"] = "all"
+    threshold: float
+    schedule: str = Field(description="cron, five fields")
+    action: str = Field(min_length=1, description="a registered monitor action")
+    consecutive_breaches: int = Field(1, ge=1)
+    window: str = Field("1h", description="window length, e.g. 30m, 1h (at most 366d)")
+
+    @field_validator("metric")
+    @classmethod
+    def _known_metric(cls, metric: str) -> str:
+        if metric.startswith(CONTRACT_PREFIX):
+            kind = metric.removeprefix(CONTRACT_PREFIX)
+            if kind not in CONTRACT_RULE_KINDS:
+                raise ValueError(
+                    f"unknown contract rule kind '{kind}' (known: {', '.join(CONTRACT_RULE_KINDS)})"
+                )
+            return metric
+        from driftgate.monitors.stattests import STATTESTS
+
+        if metric not in STATTESTS:
+            raise ValueError(
+                f"unknown statistic '{metric}' (known: {', '.join(sorted(STATTESTS))}, "
+                f"or {CONTRACT_PREFIX}<rule kind>)"
+            )
+        return metric
+
+    @field_validator("action")
+    @classmethod
+    def _known_action(cls, action: str) -> str:
+        from driftgate.monitors.actions import action_names
+
+        if action not in action_names():
+            raise ValueError(f"unknown action '{action}' (known: {', '.join(action_names())})")
+        return action
+
+    @field_validator("window")
+    @classmethod
+    def _window_is_a_duration(cls, window: str) -> str:
+        parse_duration(window)
+        return window
+
+    @field_validator("schedule")
+    @classmethod
+    def _schedule_is_a_cron(cls, schedule: str) -> str:
+        return validate_cron(schedule)
+
+    @property
+    def length(self) -> pd.Timedelta:
+        return parse_duration(self.window)
+
+
+def check_monitors_against(
+    monitors: Iterable[Monitor], features: Iterable[str], contract=None, *, where: str = ""
+) -> None:
+    """Refuse monitors that name what this project does not have.
+
+    ``features`` are the model's features (its reference profile's, or the project
+    config's); ``contract`` the project's :class:`data_contracts.Contract` (None: no
+    contract). A drift monitor's features must be model features; a contract monitor
+    needs a contract, its features must be contract columns, and its rule kind must be
+    one the contract checks (on those columns). Raises ConfigError naming every problem,
+    so a typo is an exit 2 at ``deploy`` or the drift check's start, never a silent
+    ``ok`` or an ``error`` status at 3 a.m.
+    """
+    known = list(features)
+    rules = contract.rules() if contract is not None else []
+    problems = []
+    for monitor in monitors:
+        prefix = f"{where}monitor '{monitor.name}'"
+        listed = [] if monitor.features == "all" else list(monitor.features)
+        if not monitor.metric.startswith(CONTRACT_PREFIX):
+            unknown = [f for f in listed if f not in known]
+            if unknown:
+                problems.append(
+                    f"{prefix}: features: not features of the model: {', '.join(unknown)} "
+                    f"(known: {', '.join(known)})"
+                )
+            continue
+        if contract is None:
+            problems.append(f"{prefix}: metric {monitor.metric}: the project has no data contract")
+            continue
+        columns = list(contract.columns)
+        unknown = [f for f in listed if f not in columns]
+        if unknown:
+            problems.append(
+                f"{prefix}: features: not columns of contract '{contract.name}': "
+                f"{', '.join(unknown)} (known: {', '.join(columns)})"
+            )
+            continue
+        kind = monitor.metric.removeprefix(CONTRACT_PREFIX)
+        if kind == "any":
+            continue
+        checked = {r.kind for r in rules if not listed or r.column in listed}
+        if kind not in checked:
+            on = f" on {', '.join(listed)}" if listed else ""
+            problems.append(
+                f"{prefix}: metric {monitor.metric}: contract '{contract.name}' checks no "
+                f"'{kind}' rule{on} (it checks: {', '.join(sorted(checked))}), so it could "
+                "never breach"
+            )
+    if problems:
+        raise ConfigError("\n".join(problems))
+
+
+@dataclass(frozen=True)
+class MonitorResult:
+    """One monitor on one window.
+
+    ``status`` is ``ok`` (evaluated), ``no_data`` (empty window or all values missing:
+    reported, never a silent pass) or ``error`` (the metric cannot be evaluated).
+    ``observed`` is the worst value among the monitor's features (largest distance,
+    smallest p-value, most failed contract rules).
+    """
+
+    monitor: str
+    metric: str
+    action: str
+    threshold: float
+    breached: bool
+    observed: float | None
+    status: str = "ok"
+    breached_features: list[str] = field(default_factory=list)
+    reason: str = ""
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        if self.observed is not None and not math.isfinite(self.observed):
+            data["observed"] = str(self.observed)
+        return data
+
+
+def drift_tests_of(monitors: list[Monitor]) -> dict[str, float]:
+    """Drift test name -> threshold to pass to ``check_drift`` for these monitors.
+
+    Two monitors on the same test with different thresholds cannot share one drift
+    computation's decision; the caller runs one check per distinct threshold (see
+    :func:`group_by_threshold`).
+    """
+    return {m.metric: m.threshold for m in monitors if not m.metric.startswith(CONTRACT_PREFIX)}
+
+
+def group_by_threshold(monitors: list[Monitor]) -> list[list[Monitor]]:
+    """Split drift monitors into groups in which every test has a single threshold."""
+    groups: list[list[Monitor]] = []
+    for monitor in monitors:
+        if monitor.metric.startswith(CONTRACT_PREFIX):
+            continue
+        for group in groups:
+            if all(m.metric != monitor.metric or m.threshold == monitor.threshold for m in group):
+                group.append(monitor)
+                break
+        else:
+            groups.append([monitor])
+    return groups
+
+
+def evaluate_monitor(monitor: Monitor, drift_report=None, contract_result=None) -> MonitorResult:
+    """Evaluate ``monitor`` on a window's drift report or contract result."""
+    base = {
+        "monitor": monitor.name,
+        "metric": monitor.metric,
+        "action": monitor.action,
+        "threshold": monitor.threshold,
+    }
+    if monitor.metric.startswith(CONTRACT_PREFIX):
+        return _contract_monitor(monitor, contract_result, base)
+    if drift_report is None:
+        return MonitorResult(
+            **base,
+            breached=False,
+            observed=None,
+            status="error",
+            reason="no drift report for this window",
+        )
+    wanted = None if monitor.features == "all" else set(monitor.features)
+    results = [
+        r
+        for r in drift_report.results
+        if r.test == monitor.metric and (wanted is None or r.feature in wanted)
+    ]
+    if wanted is not None:
+        unknown = wanted - {r.feature for r in results}
+        if unknown:
+            return MonitorResult(
+                **base,
+                breached=False,
+                observed=None,
+                status="error",
+                reason=f"features without a {monitor.metric} result: {', '.join(sorted(unknown))}",
+            )
+    if not results:
+        return MonitorResult(
+            **base,
+            breached=False,
+            observed=None,
+            status="error",
+            reason=f"the drift report has no '{monitor.metric}' results",
+        )
+    evaluated = [r for r in results if r.status == "ok"]
+    if not evaluated:
+        reasons = sorted({r.reason for r in results if r.reason})
+        return MonitorResult(
+            **base,
+            breached=False,
+            observed=None,
+            status="no_data",
+            reason="; ".join(reasons) or "no data in the window",
+        )
+    breached = sorted(r.feature for r in evaluated if r.drifted)
+    if evaluated[0].direction == "p_value":
+        observed = min(
+            (r.adjusted_p_value if r.adjusted_p_value is not None else r.p_value) for r in evaluated
+        )
+    else:
+        observed = max(r.value for r in evaluated)
+    no_data = [r.feature for r in results if r.status != "ok"]
+    reason = f"no data for {', '.join(no_data)}" if no_data else ""
+    return MonitorResult(
+        **base,
+        breached=bool(breached),
+        observed=float(observed),
+        breached_features=breached,
+        reason=reason,
+    )
+
+
+def _contract_monitor(monitor: Monitor, contract_result, base: dict) -> MonitorResult:
+    kind = monitor.metric.removeprefix(CONTRACT_PREFIX)
+    if contract_result is None:
+        return MonitorResult(
+            **base,
+            breached=False,
+            observed=None,
+            status="error",
+            reason="no contract result for this window",
+        )
+    failed = [
+        r
+        for r in contract_result.failures
+        if (kind in ("any", r.kind)) and (monitor.features == "all" or r.column in monitor.features)
+    ]
+    columns = sorted({r.column for r in failed if r.column})
+    return MonitorResult(
+        **base,
+        breached=len(failed) > monitor.threshold,
+        observed=float(len(failed)),
+        breached_features=columns,
+        reason="; ".join(f"{r.rule}: {r.message}" for r in failed),
+    )
+
+
+@dataclass(frozen=True)
+class Firing:
+    """Hysteresis: ``consecutive`` breaching windows so far; ``fire`` when enough."""
+
+    consecutive: int
+    fire: bool
+
+
+def apply_hysteresis(monitor: Monitor, result: MonitorResult, consecutive_before: int) -> Firing:
+    """Count consecutive breaches; a window without data neither counts nor resets."""
+    if result.status != "ok":
+        return Firing(consecutive_before, False)
+    consecutive = consecutive_before + 1 if result.breached else 0
+    return Firing(consecutive, result.breached and consecutive >= monitor.consecutive_breaches)

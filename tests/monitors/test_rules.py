@@ -1,0 +1,150 @@
+"""Monitor rules refused when gates.yaml loads, or where the project is known.
+
+A typo in a monitor must be an exit 2 naming the file and key at ``deploy`` or at the
+drift check's start, never a traceback at the scheduled run, a status ``error`` with
+exit 0, or a silent ``ok``.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import yaml
+from driftgate.data_contracts import Contract
+from driftgate.gates.config import load_gate_config
+from driftgate.monitors.rules import (
+    CONTRACT_RULE_KINDS,
+    Monitor,
+    check_monitors_against,
+    parse_duration,
+)
+
+from driftgate.config import rainfall_contract_path
+from driftgate.core.yamlconfig import ConfigError
+
+RULE = {
+    "name": "kl-rule",
+    "metric": "kl",
+    "features": "all",
+    "threshold": 0.1,
+    "schedule": "0 * * * *",
+    "window": "1h",
+    "action": "open_review",
+}
+
+
+def gates_file(tmp_path, **changes):
+    path = tmp_path / "gates.yaml"
+    path.write_text(yaml.safe_dump({"monitors": [{**RULE, **changes}]}))
+    return path
+
+
+def refusal(tmp_path, **changes) -> str:
+    with pytest.raises(ConfigError) as raised:
+        load_gate_config(gates_file(tmp_path, **changes))
+    return str(raised.value)
+
+
+def test_the_committed_rules_load():
+    assert [m.name for m in load_gate_config().monitors] == ["mean-shift-kl", "missing-values"]
+
+
+def test_an_unknown_statistic_is_refused_listing_the_known_ones(tmp_path):
+    message = refusal(tmp_path, metric="kll")
+    assert "gates.yaml: monitors.0.metric" in message
+    assert "unknown statistic 'kll'" in message and "kl, ks" in message
+
+
+def test_an_unknown_contract_rule_kind_is_refused(tmp_path):
+    message = refusal(tmp_path, metric="contract:bogus_rule")
+    assert "monitors.0.metric" in message and "bogus_rule" in message and "nulls" in message
+
+
+def test_an_unknown_action_is_refused_listing_the_known_ones(tmp_path):
+    message = refusal(tmp_path, action="page_someone")
+    assert "monitors.0.action" in message
+    assert "notify, open_review, pause_inference" in message
+
+
+@pytest.mark.parametrize("window", ["0h", "0m", "-1h", "1w", "xh", "1.5h", "400d", ""])
+def test_empty_unbounded_or_unknown_windows_are_refused(tmp_path, window):
+    assert "monitors.0.window" in refusal(tmp_path, window=window)
+
+
+@pytest.mark.parametrize("schedule", ["a b c d e", "61 * * * *", "0 * * *", "H * * * *"])
+def test_a_schedule_the_scheduler_cannot_parse_is_refused(tmp_path, schedule):
+    assert "monitors.0.schedule" in refusal(tmp_path, schedule=schedule)
+
+
+@pytest.mark.parametrize(
+    "schedule",
+    ["0 * * * *", "*/30 * * * *", "15 3 * * 1-5", "0 0 1 jan *", "a b c d e", "61 * * * *"],
+)
+def test_crons_are_judged_as_prefect_judges_them(tmp_path, schedule):
+    """Agreement with the scheduler: Prefect's own validator on the same strings."""
+    from prefect.client.schemas.schedules import CronSchedule
+
+    try:
+        CronSchedule(cron=schedule)
+        prefect_accepts = True
+    except ValueError:
+        prefect_accepts = False
+    try:
+        Monitor(**{**RULE, "schedule": schedule})
+        we_accept = True
+    except ValueError:
+        we_accept = False
+    assert we_accept is prefect_accepts
+
+
+def test_durations():
+    assert parse_duration("30m") == pd.Timedelta(minutes=30)
+    assert parse_duration("7d") == pd.Timedelta(days=7)
+    assert parse_duration("365d") == pd.Timedelta(days=365)  # the demo's yearly windows
+    with pytest.raises(ValueError, match="longer than 0"):
+        parse_duration("0s")
+
+
+def test_every_kind_of_contract_rule_can_be_named():
+    """Guards CONTRACT_RULE_KINDS against a new kind of rule in the contract model."""
+    contract = Contract.load(rainfall_contract_path())
+    data = contract.model_dump(mode="json")
+    data["extra_columns"] = "forbid"
+    data["columns"]["station"] = {"dtype": "string", "categories": ["a"], "unique": True}
+    data["columns"]["raw"] = {"dtype": "float"}
+    kinds = {rule.kind for rule in Contract.model_validate(data).rules()}
+    assert kinds <= set(CONTRACT_RULE_KINDS)
+    assert set(CONTRACT_RULE_KINDS) - kinds == {"any"}
+
+
+def monitor(**changes) -> Monitor:
+    return Monitor(**{**RULE, **changes})
+
+
+def test_features_a_model_does_not_have_are_refused_naming_the_monitor():
+    with pytest.raises(ConfigError) as raised:
+        check_monitors_against(
+            [monitor(features=["a"]), monitor(name="typo", features=["a", "no_such_feature"])],
+            ["a", "b"],
+            where="gates.yaml: ",
+        )
+    message = str(raised.value)
+    assert message.startswith("gates.yaml: monitor 'typo': features")
+    assert "no_such_feature" in message and "kl-rule" not in message
+
+
+def test_contract_monitors_need_a_rule_the_contract_checks():
+    contract = Contract.load(rainfall_contract_path())
+    features = list(contract.columns)
+    check_monitors_against([monitor(metric="contract:nulls")], features, contract)
+    check_monitors_against(
+        [monitor(metric="contract:any", features=["dew_point"])], features, contract
+    )
+    with pytest.raises(ConfigError, match="checks no 'finite' rule"):
+        check_monitors_against([monitor(metric="contract:finite")], features, contract)
+    with pytest.raises(ConfigError, match="not columns of contract"):
+        check_monitors_against(
+            [monitor(metric="contract:nulls", features=["no_such_column"])], features, contract
+        )
+    with pytest.raises(ConfigError, match="no data contract"):
+        check_monitors_against([monitor(metric="contract:nulls")], features, None)
