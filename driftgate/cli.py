@@ -237,23 +237,15 @@ def rollback(
 
 
 def _window_option(value: str | None) -> str | None:
-    """``--window`` checked as the monitors' ``window`` is, before any store is opened."""
+    """``--window`` parsed by the monitors' own parser, before any store is opened."""
     if value is None:
         return None
-    import pandas as pd
-
-    from driftgate.jobs.drift_check import parse_duration
+    from driftgate.monitors.rules import parse_duration
 
     try:
-        length = parse_duration(value)
-    except DriftgateError as exc:  # the parser's own reason
+        parse_duration(value)  # refuses unknown units, zero, and over the maximum
+    except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
-    except (ValueError, KeyError, IndexError):  # an unknown unit, not a number
-        raise typer.BadParameter(
-            f"{value!r} is not a window length such as 30m, 1h or 7d"
-        ) from None
-    if length <= pd.Timedelta(0):
-        raise typer.BadParameter(f"{value!r}: a window length must be positive")
     return value
 
 
