@@ -1,9 +1,16 @@
 """Drift statistics, one module per test, registered by name on import.
 
->>> from monitors.stattests import get_stattest
+Every module of this package is imported here (discovered, not listed), so adding a
+statistic is one new module plus its test. The built-in ones are imported first, in
+this order, so that the registry lists them as before.
+
+>>> from driftgate.monitors.stattests import get_stattest
 >>> get_stattest("psi").direction
 'distance'
 """
+
+import importlib
+import pkgutil
 
 from driftgate.monitors.stattests import (  # noqa: F401 - importing registers each test
     chi2,
@@ -24,6 +31,9 @@ from driftgate.monitors.stattests.registry import (
     get_stattest,
     register,
 )
+
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
 
 __all__ = [
     "STATTESTS",

@@ -33,3 +33,16 @@ def test_unknown_name_lists_the_known_ones():
     assert "'kolmogorov'" in message
     for name in NAMES:
         assert name in message
+
+
+def test_every_module_of_the_package_is_imported_so_a_new_statistic_needs_no_other_edit():
+    """A statistic is one new module: the package imports every module it holds."""
+    import sys
+    from pathlib import Path
+
+    import driftgate.monitors.stattests as package
+
+    modules = {path.stem for path in Path(package.__file__).parent.glob("*.py")} - {"__init__"}
+    assert NAMES <= modules  # one module per statistic
+    missing = [m for m in sorted(modules) if f"{package.__name__}.{m}" not in sys.modules]
+    assert not missing, f"not imported by the package: {missing}"
