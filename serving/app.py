@@ -24,11 +24,13 @@ from __future__ import annotations
 import contextlib
 
 from driftgate.serving.dependencies import AuthError
+from driftgate.serving.jsonbody import CappedValidationError
 from driftgate.serving.limits import BodyLimitMiddleware
 from driftgate.serving.metrics import MetricsMiddleware, ServiceMetrics
 from driftgate.serving.responses import (
     SafeJSONResponse,
     body_error,
+    capped,
     error_response,
     field_of,
     request_id_of,
@@ -119,7 +121,13 @@ def _add_error_handlers(app: FastAPI, metrics: ServiceMetrics) -> None:
             {"record": record, "field": field, "reason": "; ".join(dict.fromkeys(messages))}
             for (record, field), messages in reasons.items()
         ]
-        return error_response(422, "invalid request", request_id_of(request), errors=errors)
+        # Fields whose errors were not kept count as one each (a lower bound).
+        dropped = exc.total - len(problems) if isinstance(exc, CappedValidationError) else 0
+        return error_response(
+            422, "invalid request", request_id_of(request), **capped(errors, len(errors) + dropped)
+        )
+
+    app.add_exception_handler(admin.ControlStoreUnavailable, admin.control_unavailable)
 
     @app.exception_handler(AuthError)
     async def _auth_failed(request: Request, exc: AuthError) -> JSONResponse:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import hmac
 from typing import Annotated
 
+from driftgate.serving.jsonbody import UnicodeJSONRoute
 from driftgate.serving.state import ServiceState
 from fastapi import Depends, Request
+from fastapi.responses import Response
 
 
 async def get_service(request: Request) -> ServiceState:
@@ -26,8 +28,22 @@ class AuthError(Exception):
         self.detail = detail
 
 
-async def require_admin(request: Request, svc: Service) -> None:
+# A bearer token is a few dozen characters; a longer header is refused unread.
+MAX_AUTHORIZATION_CHARS = 1024
+
+
+def require_admin(request: Request) -> None:
+    """Raise AuthError unless the request carries the admin token.
+
+    Called by :class:`AdminRoute` before the body is read, so an unauthenticated
+    client learns nothing about what a valid body looks like.
+    """
+    svc: ServiceState = request.app.state.service
     header = request.headers.get("authorization", "")
+    if len(header) > MAX_AUTHORIZATION_CHARS:
+        raise AuthError(
+            401, f"Authorization header longer than {MAX_AUTHORIZATION_CHARS} characters"
+        )
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise AuthError(401, "admin endpoints need 'Authorization: Bearer <token>'")
@@ -35,3 +51,16 @@ async def require_admin(request: Request, svc: Service) -> None:
     # compare_digest: the comparison time does not reveal how much of a guess matched.
     if not expected or not hmac.compare_digest(token.strip().encode(), expected.encode()):
         raise AuthError(403, "admin token refused")
+
+
+class AdminRoute(UnicodeJSONRoute):
+    """Admin routes authenticate before FastAPI reads or validates the body."""
+
+    def get_route_handler(self):
+        handler = super().get_route_handler()
+
+        async def authenticated_handler(request: Request) -> Response:
+            require_admin(request)
+            return await handler(request)
+
+        return authenticated_handler

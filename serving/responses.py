@@ -11,12 +11,16 @@ import re
 import uuid
 from typing import Any
 
+from driftgate.serving.jsonbody import BodyRefused
 from fastapi import Request
 from fastapi.responses import JSONResponse
 
 REQUEST_ID_HEADER = "X-Request-ID"
 SAMPLE_STORED_HEADER = "X-Driftgate-Sample-Stored"
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
+# An answer lists at most this many broken fields, then counts the rest: a body with
+# thousands of bad fields must not cost a reply a hundred times its size.
+MAX_ERRORS = 100
 
 
 class SafeJSONResponse(JSONResponse):
@@ -43,6 +47,16 @@ def error_response(
     return SafeJSONResponse(body, status_code=status, headers=headers)
 
 
+def capped(errors: list[dict], total: int | None = None) -> dict:
+    """``{"errors": first MAX_ERRORS, "errors_omitted": how many more}`` (the count only
+    when some were left out); ``total`` when ``errors`` is itself a prefix."""
+    total = len(errors) if total is None else total
+    fields: dict = {"errors": errors[:MAX_ERRORS]}
+    if total > len(fields["errors"]):
+        fields["errors_omitted"] = total - len(fields["errors"])
+    return fields
+
+
 def body_error(request_id: str, reason: str, status: int = 400, detail: str = "") -> JSONResponse:
     """The request body cannot be read as JSON at all (or is too large)."""
     return error_response(
@@ -55,6 +69,8 @@ def body_error(request_id: str, reason: str, status: int = 400, detail: str = ""
 
 def unreadable_reason(cause: BaseException | None) -> str:
     """Why FastAPI could not decode a body (it raises a bare 400 from the cause)."""
+    if isinstance(cause, BodyRefused):
+        return str(cause)
     if isinstance(cause, UnicodeDecodeError):
         return f"not valid UTF-8 ({cause.reason} at byte {cause.start})"
     if isinstance(cause, RecursionError):

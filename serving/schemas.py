@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import (
@@ -58,6 +58,28 @@ class PredictResponse(BaseModel):
     classes: list[int]
 
 
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be blank")
+    return value
+
+
+def _storable_time(value: datetime | None) -> datetime | None:
+    """A window bound the control store can hold (naive = UTC), else a ValueError."""
+    if value is None:
+        return None
+    aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    try:
+        inside = EARLIEST_TIMESTAMP <= aware < LATEST_TIMESTAMP
+    except OverflowError:  # e.g. 9999-12-31T23:00-05:00 has no UTC time
+        inside = False
+    if not inside:
+        raise ValueError(
+            f"must lie in [{EARLIEST_TIMESTAMP:%Y-%m-%d}, {LATEST_TIMESTAMP:%Y-%m-%d}) UTC"
+        )
+    return value
+
+
 class PauseRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -69,9 +91,14 @@ class PauseRequest(BaseModel):
     evidence: list[str] = Field(default_factory=list)
     review_id: str | None = Field(None, max_length=256)
 
+    _reason = field_validator("reason")(_not_blank)
+    _window = field_validator("window_start", "window_end")(_storable_time)
+
 
 class ResumeRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     reason: str = Field(min_length=1, max_length=5000)
     by: str | None = Field(None, max_length=256)
+
+    _reason = field_validator("reason")(_not_blank)

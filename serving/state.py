@@ -10,12 +10,12 @@ from pathlib import Path
 from driftgate.serving.champion import ChampionWatcher
 from driftgate.serving.metrics import ServiceMetrics
 from driftgate.serving.pause import PauseSwitchView
+from driftgate.serving.storewatch import StoreWatch
 from driftgate.serving.validation import build_checker
 from driftgate.serving.writer import GroupCommitWriter
 
 from driftgate.config import ProjectConfig
 from driftgate.config.serving import ServingSettings
-from driftgate.core.redaction import redact_credentials
 from driftgate.stores.control import ControlStore
 from driftgate.stores.samples import SqlSampleStore
 
@@ -34,23 +34,48 @@ class ServiceState:
     champion: ChampionWatcher
     pause: PauseSwitchView
     writer: GroupCommitWriter
+    watch: StoreWatch
     admin_token: str | None
 
 
-def readiness_problems(svc: ServiceState) -> list[str]:
+def liveness_problems(svc: ServiceState) -> list[str]:
+    """What only a restart can cure: a background thread that is gone."""
     problems = []
-    if svc.champion.current is None:
-        problems.append(svc.champion.last_error or "no champion loaded")
     if not svc.writer.alive:
         problems.append("the sample writer is not running")
-    for name, store in (("sample store", svc.samples), ("control store", svc.control)):
-        try:
-            store.ping()
-        except Exception as exc:
-            problems.append(redact_credentials(f"{name} unreachable: {exc}"))
+    if not svc.watch.alive:
+        problems.append("the store watch is not running")
+    return problems
+
+
+def readiness_problems(svc: ServiceState) -> list[str]:
+    """Why the service cannot answer and record a request now (cheap: cached checks)."""
+    problems = liveness_problems(svc)
+    if svc.champion.current is None:
+        problems.insert(0, svc.champion.last_error or "no champion loaded")
+    problems.extend(svc.watch.problems())
     if svc.pause.last_error:
         problems.append(svc.pause.last_error)
     return problems
+
+
+def admin_token(settings: ServingSettings) -> str | None:
+    """The admin token from the environment, without surrounding whitespace.
+
+    A token read from a file (``$(cat token)``, a Kubernetes secret) often ends in a
+    newline that no client sends: it is stripped, with a warning, rather than make
+    every admin request fail with 403.
+    """
+    raw = os.environ.get(settings.admin_token_env)
+    token = (raw or "").strip() or None
+    if token is None:
+        log.warning("%s is not set: admin endpoints refuse every request", settings.admin_token_env)
+    elif token != raw:
+        log.warning(
+            "%s has surrounding whitespace; it was stripped (clients send the token without it)",
+            settings.admin_token_env,
+        )
+    return token
 
 
 def open_service(
@@ -92,8 +117,11 @@ def open_service(
     champion.refresh()
     champion.start()
 
+    watch = StoreWatch(samples, control)
+    watch.start()  # before the first request: readiness is known from the start
+
     writer = GroupCommitWriter(
-        samples.append,
+        lambda batch: samples.append(batch, refuse_known_request_ids=True),
         max_batch_samples=settings.batch_max_samples,
         max_wait_seconds=settings.batch_max_wait_ms / 1000,
         max_pending_requests=settings.max_pending_requests,
@@ -101,9 +129,6 @@ def open_service(
         on_error=lambda exc: metrics.sample_write_errors.inc(),
     )
     writer.start()
-    token = os.environ.get(settings.admin_token_env) or None
-    if token is None:
-        log.warning("%s is not set: admin endpoints refuse every request", settings.admin_token_env)
     return ServiceState(
         settings=settings,
         model_name=model_name,
@@ -113,7 +138,8 @@ def open_service(
         champion=champion,
         pause=pause,
         writer=writer,
-        admin_token=token,
+        watch=watch,
+        admin_token=admin_token(settings),
     )
 
 
@@ -121,6 +147,7 @@ def close_service(state: ServiceState) -> None:
     """Stop polling, commit every queued sample, close the stores."""
     state.champion.stop()
     state.pause.stop()
+    state.watch.stop()
     state.writer.close()
     state.samples.close()
     state.control.close()

@@ -6,22 +6,26 @@ from __future__ import annotations
 from driftgate.serving.dependencies import Service
 from driftgate.serving.jsonbody import UnicodeJSONRoute
 from driftgate.serving.responses import SafeJSONResponse
-from driftgate.serving.state import readiness_problems
+from driftgate.serving.state import liveness_problems, readiness_problems
 from fastapi import APIRouter
-from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 router = APIRouter(route_class=UnicodeJSONRoute)
 
 
 @router.get("/healthz")
-async def healthz() -> dict:
+async def healthz(svc: Service):
+    # Fails only for what a restart cures (a dead writer or store watch): a liveness
+    # probe must not restart the process for a store outage that it cannot fix.
+    problems = liveness_problems(svc)
+    if problems:
+        return SafeJSONResponse({"status": "failing", "problems": problems}, status_code=503)
     return {"status": "ok"}
 
 
 @router.get("/readyz")
 async def readyz(svc: Service):
-    problems = await run_in_threadpool(readiness_problems, svc)
+    problems = readiness_problems(svc)  # cached checks: no store round trip per probe
     model = svc.champion.current
     body = {
         "ready": not problems,
