@@ -210,6 +210,8 @@ identity_table = Table(
     Column("slot", Integer, primary_key=True),  # always 1: one id per database
     Column("store_id", String(64), nullable=False),
 )
+# Built once: constructing a statement costs more than running it.
+_READ_STORE_ID = select(identity_table.c.store_id).where(identity_table.c.slot == 1)
 # How long the readiness probe waits for SQLite's write lock before calling it locked;
 # a group commit holds it for milliseconds.
 PROBE_LOCK_WAIT_MS = 1_000
@@ -273,9 +275,7 @@ def ensure_store_id(engine: Engine, url: str, label: str) -> str:
 def read_store_id(connection: Connection) -> str | None:
     """The store id of the database behind ``connection`` (None if it has none)."""
     try:
-        return connection.execute(
-            select(identity_table.c.store_id).where(identity_table.c.slot == 1)
-        ).scalar()
+        return connection.execute(_READ_STORE_ID).scalar()
     except (OperationalError, ProgrammingError) as exc:
         if "no such table" in str(exc.orig) or "does not exist" in str(exc.orig):
             return None  # no identity table: another database
@@ -285,9 +285,15 @@ def read_store_id(connection: Connection) -> str | None:
 def identity_problem(
     connection: Connection, store_id: str, file: FileIdentity | None
 ) -> str | None:
-    """Why the database behind ``connection`` is not the one with ``store_id``."""
-    if file is not None and (problem := file.problem()):
-        return problem
+    """Why the database behind ``connection`` is not the one with ``store_id``.
+
+    For SQLite the file's device and inode say it (a replaced file is another inode),
+    so the store id is read only for PostgreSQL.
+    """
+    if file is not None:
+        return file.problem()
+    if connection.dialect.name == "sqlite":
+        return None  # the caller checks the file itself
     found = read_store_id(connection)
     if found != store_id:
         return "the database was replaced (its store id changed)"

@@ -37,6 +37,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    bindparam,
     func,
     select,
     text,
@@ -94,6 +95,14 @@ samples_table = Table(
     Column("predicted_class", Integer, nullable=False),
     Index(f"ix_{SAMPLES_TABLE}_ts", "ts_us"),
     Index(f"ix_{SAMPLES_TABLE}_request", "request_id"),
+)
+
+
+# Built once: constructing a statement per batch costs more than running it.
+_KNOWN_REQUEST_IDS = (
+    select(samples_table.c.request_id)
+    .where(samples_table.c.request_id.in_(bindparam("ids", expanding=True)))
+    .distinct()
 )
 
 
@@ -234,13 +243,8 @@ class SqlSampleStore:
                 if problem := identity_problem(connection, self.store_id, None):
                     raise StoreReplaced(f"sample store {redact(self.url)}: {problem}")
                 if refuse_known_request_ids:
-                    known = set(
-                        connection.execute(
-                            select(samples_table.c.request_id)
-                            .where(samples_table.c.request_id.in_({r["request_id"] for r in rows}))
-                            .distinct()
-                        ).scalars()
-                    )
+                    ids = list({r["request_id"] for r in rows})
+                    known = set(connection.execute(_KNOWN_REQUEST_IDS, {"ids": ids}).scalars())
                     if known:
                         raise DuplicateRequestIds(known)
                 connection.execute(samples_table.insert(), rows)
