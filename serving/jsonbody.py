@@ -14,6 +14,7 @@ large, with a bound on the work a body can cause.
 from __future__ import annotations
 
 import email.message
+import functools
 import json
 from typing import Any
 
@@ -117,6 +118,7 @@ class CappedValidationError(RequestValidationError):
         self.total = total
 
 
+@functools.lru_cache(maxsize=64)  # clients send one or two spellings, again and again
 def _is_json(content_type: str | None) -> bool:
     # As FastAPI decides whether to read a body as JSON (no type: JSON).
     if not content_type:
