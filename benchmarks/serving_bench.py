@@ -3,7 +3,7 @@
 One run, same machine, same registered model (the demo classifier):
 - `driftgate serve` (contract validation + prediction + durable group-commit logging of
   every sample to SQLite, synchronous=FULL) vs `mlflow models serve --env-manager local`
-  (prediction only, no logging), both loaded from loopback by serving.loadgen with
+  (prediction only, no logging), both loaded from loopback by benchmarks/loadgen.py with
   one record per request, for `--seconds` each;
 - the drift-check job (`judge_window`) on a window of `--window-rows` stored samples:
   contract (GX), drift statistics, MLflow run with the Evidently report.
@@ -49,7 +49,9 @@ def free_port() -> int:
 
 
 def load(url: str, payloads: list[dict], seconds: float, concurrency: int) -> dict:
-    from driftgate.serving.loadgen import run_load
+    # Run as a script, this folder is on sys.path but the repository root is not.
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from benchmarks.loadgen import run_load
 
     asyncio.run(run_load(url, payloads[:50], concurrency=concurrency, total=200))  # warm-up
     return asyncio.run(run_load(url, payloads, concurrency=concurrency, duration=seconds)).summary()

@@ -9,6 +9,11 @@ made through this service's admin endpoint takes effect at once. With
 
 If the store cannot be read, the last known position is kept (and ``/readyz`` reports
 the store as unreachable): a flaky database neither pauses nor resumes inference.
+A store that is *gone* is another matter: the switch is the one at the store's URL,
+the one ``driftgate pause`` writes. If that file was replaced (or the database
+re-created), the view reopens the store and reads the new switch; if it was deleted
+and not re-created, the switch is unknown and :attr:`PauseSwitchView.unknown` says
+why: the service refuses predictions until the store is back.
 The service starts in the stored position — it reads the switch before it accepts
 its first request — which is what makes a pause survive a restart.
 """
@@ -19,7 +24,8 @@ import logging
 import threading
 from collections.abc import Callable
 
-from driftgate.core.redaction import redact_credentials
+from driftgate.serving.errors import describe_error, new_error_id
+
 from driftgate.stores.control import ControlStore, PauseState
 
 log = logging.getLogger(__name__)
@@ -40,6 +46,7 @@ class PauseSwitchView:
         self.poll_seconds = poll_seconds
         self.on_change = on_change or (lambda state: None)
         self.last_error: str | None = None
+        self.unknown: str | None = None
         self._state = PauseState(model_name=model_name)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -47,10 +54,18 @@ class PauseSwitchView:
     def refresh(self) -> PauseState:
         """Read the switch now; on failure keep (and return) the last known state."""
         try:
+            self.unknown = self.store.follow_replacement()
+            if self.unknown:
+                raise RuntimeError(self.unknown)
             state = self.store.state(self.model_name)
         except Exception as exc:
-            self.last_error = redact_credentials(f"cannot read the pause switch: {exc}")
-            log.warning("%s", self.last_error)
+            if self.unknown:
+                self.last_error = f"cannot read the pause switch: {self.unknown}"
+                log.warning("%s", self.last_error)
+            else:
+                error_id = new_error_id()
+                self.last_error = f"cannot read the pause switch (error id {error_id})"
+                log.warning("%s: %s", self.last_error, describe_error(exc))
             return self._state
         self.last_error = None
         self.set(state)

@@ -9,6 +9,61 @@ from driftgate.config.serving import ServingSettings
 # the sample queue. Requests still running after this many seconds are cut off
 # (unanswered, so nothing acknowledged is lost).
 GRACEFUL_SHUTDOWN_SECONDS = 15
+# Request line plus headers: a bearer token or a cookie fits many times over. uvicorn's
+# httptools protocol buffers a head of any size, so a 64 MiB header would be read,
+# parsed and handed to the app; beyond this the connection gets 431 and is closed.
+MAX_REQUEST_HEAD_BYTES = 64 * 1024
+
+
+def http_protocol():
+    """uvicorn's HTTP protocol with :data:`MAX_REQUEST_HEAD_BYTES` enforced while the
+    head arrives (h11 enforces it itself through ``h11_max_incomplete_event_size``)."""
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+    except ImportError:  # httptools not installed: uvicorn's h11 protocol
+        return "h11"
+
+    class BoundedHeadHttpToolsProtocol(HttpToolsProtocol):
+        _reading_head = True
+        _head_bytes = 0
+        _tail = b""  # the last bytes of the head so far: its end may straddle two reads
+
+        def data_received(self, data: bytes) -> None:
+            if self._reading_head:
+                window = self._tail + data
+                end = window.find(b"\r\n\r\n")
+                if end < 0:
+                    self._head_bytes += len(data)
+                    self._tail = window[-3:]
+                else:  # the head ends in this read; what follows is body, not head
+                    self._head_bytes += max(0, end + 4 - len(self._tail))
+                    self._reading_head, self._tail = False, b""
+                if self._head_bytes > MAX_REQUEST_HEAD_BYTES:
+                    self._refuse_head()
+                    return
+            super().data_received(data)
+
+        def on_message_complete(self) -> None:
+            # The next bytes are the next request's head.
+            self._reading_head, self._head_bytes, self._tail = True, 0, b""
+            super().on_message_complete()
+
+        def _refuse_head(self) -> None:
+            message = f"request head larger than {MAX_REQUEST_HEAD_BYTES} bytes".encode()
+            self.transport.write(
+                b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
+                b"content-type: text/plain; charset=utf-8\r\n"
+                b"content-length: " + str(len(message)).encode() + b"\r\n"
+                b"connection: close\r\n\r\n" + message
+            )
+            self.transport.close()
+
+    return BoundedHeadHttpToolsProtocol
+
+
+def uvicorn_limits() -> dict:
+    """uvicorn options every server of the service runs with (also the tests' servers)."""
+    return {"http": http_protocol(), "h11_max_incomplete_event_size": MAX_REQUEST_HEAD_BYTES}
 
 
 def serving_settings(config: ProjectConfig) -> ServingSettings:
@@ -37,4 +92,5 @@ def run(
         access_log=False,  # per-request logs would cost more than the request; see /metrics
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
         lifespan="on",
+        **uvicorn_limits(),
     )

@@ -10,7 +10,17 @@ moment loses only requests that were never answered. The cost of a durable commi
 affordable.
 
 A failed commit fails every request of its batch (they are answered 503 and were not
-stored); the writer goes on with the next batch.
+stored); the writer goes on with the next batch. The thread is supervised: whatever a
+batch raises is logged and the loop goes on, so one bad batch never stops sample
+writing; a request whose waiter gave up (its handler timed out and answered 503) is
+dropped before its batch is committed — it can no longer be cancelled once taken.
+If the thread dies anyway, :attr:`alive` turns false and ``/healthz`` fails, so a
+liveness probe restarts the process.
+
+Request ids are unique in the store: a request whose id is already stored, or was
+taken by an earlier request of the same batch, fails with
+:class:`~driftgate.stores.samples.DuplicateRequestIds` (the service answers 409) and
+the rest of its batch is committed.
 """
 
 from __future__ import annotations
@@ -20,10 +30,12 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass
 
-from driftgate.stores.samples import Sample
+from driftgate.serving.errors import describe_error
+
+from driftgate.stores.samples import DuplicateRequestIds, Sample
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +61,8 @@ class GroupCommitWriter:
     """One thread that commits queued samples in batches.
 
     Args:
-        append: Stores a batch durably, all or nothing (e.g. ``SqlSampleStore.append``).
+        append: Stores a batch durably, all or nothing (e.g. ``SqlSampleStore.append``);
+            raises DuplicateRequestIds, storing nothing, for ids already stored.
         max_batch_samples: Most samples per transaction (a request is never split).
         max_wait_seconds: Once a batch has a request, how long to wait for more.
         max_pending_requests: Bound of the queue; beyond it :meth:`submit` refuses.
@@ -117,13 +130,15 @@ class GroupCommitWriter:
             except queue.Empty:
                 break
             if item is not _STOP:
-                item.future.set_exception(WriterClosed("the sample writer stopped"))
+                _resolve(item.future, exception=WriterClosed("the sample writer stopped"))
 
     def _next_batch(self) -> tuple[list[_Pending], bool]:
         first = self._queue.get()
         if first is _STOP:
             return [], True
-        batch, size = [first], len(first.samples)
+        batch, size = [], 0
+        if _take(first):
+            batch, size = [first], len(first.samples)
         deadline = time.monotonic() + self.max_wait_seconds
         while size < self.max_batch_samples:
             try:
@@ -138,28 +153,77 @@ class GroupCommitWriter:
                     break
             if item is _STOP:
                 return batch, True
-            batch.append(item)
-            size += len(item.samples)
+            if _take(item):
+                batch.append(item)
+                size += len(item.samples)
         return batch, False
 
     def _run(self) -> None:
         stopping = False
         while not stopping:
-            batch, stopping = self._next_batch()
-            if batch:
-                self._commit(batch)
+            batch: list[_Pending] = []
+            try:
+                batch, stopping = self._next_batch()
+                if batch:
+                    self._commit(_unique_ids(batch))
+            except Exception as exc:  # supervised: a bad batch must not end sample writing
+                log.exception("the sample writer recovered from an error")
+                for pending in batch:
+                    _resolve(pending.future, exception=exc)
 
     def _commit(self, batch: list[_Pending]) -> None:
+        if not batch:
+            return
         samples = [sample for pending in batch for sample in pending.samples]
         started = time.perf_counter()
         try:
             self._append(samples)
-        except BaseException as exc:
-            log.error("sample commit of %d samples failed: %s", len(samples), exc)
+        except DuplicateRequestIds as exc:
+            for pending in batch:
+                if pending.samples[0].request_id in exc.request_ids:
+                    _resolve(
+                        pending.future,
+                        exception=DuplicateRequestIds({pending.samples[0].request_id}),
+                    )
+            rest = [p for p in batch if p.samples[0].request_id not in exc.request_ids]
+            self._commit(rest)
+            return
+        except Exception as exc:
+            # The detail goes to the server log only; its text may quote other requests.
+            log.error("sample commit of %d samples failed: %s", len(samples), describe_error(exc))
             self._on_error(exc)
             for pending in batch:
-                pending.future.set_exception(exc)
+                _resolve(pending.future, exception=exc)
             return
         self._on_commit(len(batch), len(samples), time.perf_counter() - started)
         for pending in batch:
-            pending.future.set_result(len(samples))
+            _resolve(pending.future, result=len(samples))
+
+
+def _take(pending: _Pending) -> bool:
+    """Claim a queued request for a commit; False if its waiter already gave up."""
+    return pending.future.set_running_or_notify_cancel()
+
+
+def _unique_ids(batch: list[_Pending]) -> list[_Pending]:
+    """The batch without requests reusing an id taken earlier in it (those fail)."""
+    seen: set[str] = set()
+    kept = []
+    for pending in batch:
+        request_id = pending.samples[0].request_id if pending.samples else None
+        if request_id in seen:
+            _resolve(pending.future, exception=DuplicateRequestIds({request_id}))
+            continue
+        seen.add(request_id)
+        kept.append(pending)
+    return kept
+
+
+def _resolve(future: Future, *, result=None, exception: BaseException | None = None) -> None:
+    try:
+        if exception is not None:
+            future.set_exception(exception)
+        else:
+            future.set_result(result)
+    except InvalidStateError:  # already resolved or cancelled: nobody waits for it
+        pass

@@ -22,12 +22,30 @@ SQLite they start with ``BEGIN IMMEDIATE`` (take the write lock up front) via
 from __future__ import annotations
 
 import contextlib
+import os
 import time
+import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import Connection, Engine, MetaData, create_engine, event, inspect
+from sqlalchemy import (
+    Column,
+    Connection,
+    Engine,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    create_engine,
+    event,
+    inspect,
+    select,
+    text,
+)
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError, ProgrammingError
 
 from driftgate.core.errors import EXIT_BACKEND, DriftgateError
 
@@ -124,7 +142,8 @@ def _configure_sqlite(engine: Engine, synchronous: str) -> None:
 def write_transaction(engine: Engine, busy_timeout_ms: int | None = None) -> Iterator[Connection]:
     """A transaction that holds the write lock from its first statement (SQLite) —
     commit on success, roll back on error. ``busy_timeout_ms`` replaces SQLite's wait
-    for another writer (SQLITE_BUSY_TIMEOUT_MS) for this transaction."""
+    for another writer (SQLITE_BUSY_TIMEOUT_MS) for this transaction, and bounds the
+    wait for a row lock on PostgreSQL (``lock_timeout``)."""
     sqlite = engine.dialect.name == "sqlite"
     with engine.connect() as connection:
         if sqlite and busy_timeout_ms is not None:
@@ -133,6 +152,8 @@ def write_transaction(engine: Engine, busy_timeout_ms: int | None = None) -> Ite
             if sqlite:
                 connection = connection.execution_options(**{_BEGIN_OPTION: "BEGIN IMMEDIATE"})
             with connection.begin():
+                if not sqlite and busy_timeout_ms is not None:  # a row lock, e.g. FOR UPDATE
+                    connection.execute(text(f"SET LOCAL lock_timeout = {int(busy_timeout_ms)}"))
                 yield connection
         finally:
             if sqlite and busy_timeout_ms is not None:  # pooled: restore the default
@@ -169,3 +190,144 @@ def create_tables(engine: Engine, metadata: MetaData, url: str, label: str) -> N
             if time.monotonic() > deadline:
                 raise StoreError(f"cannot open {label} store {redact(url)}: {exc}") from exc
             time.sleep(0.05)
+
+
+# -- store identity --------------------------------------------------------------------
+#
+# A service keeps its stores open for days. If the SQLite file is deleted or replaced
+# under it, its open connections keep writing into the old (unlinked) file, and if a
+# PostgreSQL database is dropped and re-created, the pool reconnects to the new one:
+# either way writes would be acknowledged into a store nobody will ever read. Each
+# database therefore carries a store id written when it is created, and a SQLite
+# store remembers the device and inode of its file; both are compared before a
+# write is acknowledged.
+
+IDENTITY_TABLE = "driftgate_store_identity"
+_identity_metadata = MetaData()
+identity_table = Table(
+    IDENTITY_TABLE,
+    _identity_metadata,
+    Column("slot", Integer, primary_key=True),  # always 1: one id per database
+    Column("store_id", String(64), nullable=False),
+)
+# Built once: constructing a statement costs more than running it.
+_READ_STORE_ID = select(identity_table.c.store_id).where(identity_table.c.slot == 1)
+# How long the readiness probe waits for SQLite's write lock before calling it locked;
+# a group commit holds it for milliseconds.
+PROBE_LOCK_WAIT_MS = 1_000
+
+
+class StoreReplaced(StoreError):
+    """The store at the URL is no longer the one that was opened (deleted or replaced)."""
+
+
+@dataclass(frozen=True)
+class FileIdentity:
+    """Which file a SQLite store opened: its path, device and inode."""
+
+    path: Path
+    device: int
+    inode: int
+
+    @classmethod
+    def of(cls, path: Path) -> FileIdentity:
+        status = os.stat(path)
+        return cls(path, status.st_dev, status.st_ino)
+
+    def problem(self) -> str | None:
+        """Why the path no longer holds this file, or None."""
+        try:
+            now = FileIdentity.of(self.path)
+        except FileNotFoundError:
+            return "its file was deleted"
+        except OSError as exc:
+            return f"its file cannot be examined ({exc.strerror})"
+        if (now.device, now.inode) != (self.device, self.inode):
+            return "its file was replaced by another one"
+        return None
+
+
+def sqlite_path(engine: Engine) -> Path | None:
+    """The file of a SQLite engine (None for PostgreSQL)."""
+    if engine.dialect.name != "sqlite":
+        return None
+    return Path(engine.url.database or "").expanduser().resolve()
+
+
+def ensure_store_id(engine: Engine, url: str, label: str) -> str:
+    """The database's store id, written by whichever process opens it first."""
+    create_tables(engine, _identity_metadata, url, label)
+    with engine.connect() as connection:
+        if (known := read_store_id(connection)) is not None:
+            return known  # the usual case: no write, so opening never waits for a lock
+    dialect = engine.dialect.name
+    insert = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(identity_table)
+    with engine.begin() as connection:
+        connection.execute(
+            insert.values(slot=1, store_id=uuid.uuid4().hex).on_conflict_do_nothing(
+                index_elements=["slot"]
+            )
+        )
+    with engine.connect() as connection:
+        return read_store_id(connection)
+
+
+def read_store_id(connection: Connection) -> str | None:
+    """The store id of the database behind ``connection`` (None if it has none)."""
+    try:
+        return connection.execute(_READ_STORE_ID).scalar()
+    except (OperationalError, ProgrammingError) as exc:
+        if "no such table" in str(exc.orig) or "does not exist" in str(exc.orig):
+            return None  # no identity table: another database
+        raise
+
+
+def identity_problem(
+    connection: Connection, store_id: str, file: FileIdentity | None
+) -> str | None:
+    """Why the database behind ``connection`` is not the one with ``store_id``.
+
+    For SQLite the file's device and inode say it (a replaced file is another inode),
+    so the store id is read only for PostgreSQL.
+    """
+    if file is not None:
+        return file.problem()
+    if connection.dialect.name == "sqlite":
+        return None  # the caller checks the file itself
+    found = read_store_id(connection)
+    if found != store_id:
+        return "the database was replaced (its store id changed)"
+    return None
+
+
+def write_problem(engine: Engine, store_id: str, file: FileIdentity | None) -> str | None:
+    """Why the store cannot take a write right now, or None — without writing.
+
+    SQLite: the file is still the opened one, it and its folder are writable (an
+    immutable or read-only file refuses every new connection), and the write lock can
+    be taken within PROBE_LOCK_WAIT_MS. PostgreSQL: the database is still the opened
+    one and does not run read-only (a standby, ``default_transaction_read_only``).
+    """
+    if file is not None:
+        if problem := file.problem():
+            return problem
+        for path in (file.path, file.path.parent):
+            if not os.access(path, os.W_OK):
+                return f"{'its file' if path == file.path else 'its folder'} is read-only"
+    try:
+        if engine.dialect.name == "sqlite":
+            with write_transaction(engine, busy_timeout_ms=PROBE_LOCK_WAIT_MS) as connection:
+                return identity_problem(connection, store_id, None)
+        with engine.connect() as connection:
+            if problem := identity_problem(connection, store_id, None):
+                return problem
+            read_only, standby = connection.execute(
+                text("SELECT current_setting('transaction_read_only'), pg_is_in_recovery()")
+            ).one()
+            if read_only == "on" or standby:
+                return "the database is read-only"
+    except OperationalError as exc:
+        if "locked" in str(exc.orig):
+            return f"its write lock is held by another process (waited {PROBE_LOCK_WAIT_MS} ms)"
+        return "it cannot be reached"
+    return None

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -44,12 +45,19 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import OperationalError
 
 from driftgate.stores._sql import (
+    FileIdentity,
     StoreError,
     create_store_engine,
     create_tables,
+    ensure_store_id,
+    identity_problem,
     redact,
+    sqlite_path,
+    write_problem,
     write_transaction,
 )
+
+log = logging.getLogger(__name__)
 
 PAUSE = "pause"
 RESUME = "resume"
@@ -197,8 +205,44 @@ class ControlStore:
 
     def __init__(self, url: str, *, sqlite_synchronous: str = "FULL") -> None:
         self.url = url
-        self.engine = create_store_engine(url, sqlite_synchronous=sqlite_synchronous)
-        create_tables(self.engine, _metadata, url, "control")
+        self._sqlite_synchronous = sqlite_synchronous
+        self._open()
+
+    def _open(self) -> None:
+        self.engine = create_store_engine(self.url, sqlite_synchronous=self._sqlite_synchronous)
+        create_tables(self.engine, _metadata, self.url, "control")
+        self.store_id = ensure_store_id(self.engine, self.url, "control")
+        path = sqlite_path(self.engine)
+        self.file = FileIdentity.of(path) if path is not None else None
+
+    def follow_replacement(self) -> str | None:
+        """Reopen the store if the URL now names another database than the one opened.
+
+        The switch is the one at the URL: when ``driftgate pause`` writes a file that
+        replaced a deleted one, or a re-created database, a long-running reader must
+        read that one, not the unlinked file it still holds open. Returns why the
+        store cannot be read (its file was deleted and not re-created), else None.
+        """
+        if self.file is not None:
+            problem = self.file.problem()
+            if problem is None:
+                return None
+            if not self.file.path.exists():
+                return f"control store {redact(self.url)}: {problem}"
+        else:
+            with self.engine.connect() as connection:
+                problem = identity_problem(connection, self.store_id, None)
+            if problem is None:
+                return None
+        log.warning("control store %s: %s; reopening it", redact(self.url), problem)
+        previous = self.engine
+        self._open()
+        previous.dispose()
+        return None
+
+    def write_problem(self) -> str | None:
+        """Why the switch cannot be written right now, or None (writes nothing)."""
+        return write_problem(self.engine, self.store_id, self.file)
 
     def __repr__(self) -> str:
         return f"ControlStore({redact(self.url)!r})"
@@ -274,8 +318,12 @@ class ControlStore:
         window_end: datetime | str | None = None,
         evidence: Sequence[str] = (),
         review_id: str | None = None,
+        lock_wait_ms: int | None = None,
     ) -> SwitchChange:
-        """Pause inference of ``model_name`` (see the module doc for repeated pauses)."""
+        """Pause inference of ``model_name`` (see the module doc for repeated pauses).
+
+        ``lock_wait_ms`` bounds the wait for another writer (default: the store's).
+        """
         if not reason.strip():
             raise ValueError("a pause needs a reason")
         cause = {
@@ -287,7 +335,7 @@ class ControlStore:
             "evidence": json.dumps(list(evidence)),
             "review_id": review_id,
         }
-        with write_transaction(self.engine) as connection:
+        with write_transaction(self.engine, lock_wait_ms) as connection:
             current = self._locked_row(connection, model_name)
             if current["paused"]:
                 same_cause = monitor is not None and (
@@ -304,11 +352,13 @@ class ControlStore:
             self._update_row(connection, model_name, updated)
         return SwitchChange(self._state(model_name, {**current, **updated}), True, event)
 
-    def resume(self, model_name: str, *, reason: str, actor: str) -> SwitchChange:
+    def resume(
+        self, model_name: str, *, reason: str, actor: str, lock_wait_ms: int | None = None
+    ) -> SwitchChange:
         """Resume inference of ``model_name``; a no-op (no event) if it is not paused."""
         if not reason.strip():
             raise ValueError("a resume needs a reason")
-        with write_transaction(self.engine) as connection:
+        with write_transaction(self.engine, lock_wait_ms) as connection:
             current = self._locked_row(connection, model_name)
             if not current["paused"]:
                 return SwitchChange(self._state(model_name, current), False, None)

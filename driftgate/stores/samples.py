@@ -37,12 +37,27 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    bindparam,
     func,
     select,
     text,
 )
+from sqlalchemy.exc import OperationalError
 
-from driftgate.stores._sql import StoreError, create_store_engine, create_tables, is_sql_url, redact
+from driftgate.stores._sql import (
+    FileIdentity,
+    StoreError,
+    StoreReplaced,
+    create_store_engine,
+    create_tables,
+    ensure_store_id,
+    identity_problem,
+    is_sql_url,
+    redact,
+    sqlite_path,
+    write_problem,
+    write_transaction,
+)
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +98,14 @@ samples_table = Table(
 )
 
 
+# Built once: constructing a statement per batch costs more than running it.
+_KNOWN_REQUEST_IDS = (
+    select(samples_table.c.request_id)
+    .where(samples_table.c.request_id.in_(bindparam("ids", expanding=True)))
+    .distinct()
+)
+
+
 @dataclass(frozen=True)
 class Sample:
     """One scored record.
@@ -109,6 +132,14 @@ class Sample:
     prediction: float
     predicted_class: int
     received_at: datetime | None = field(default=None)
+
+
+class DuplicateRequestIds(StoreError):
+    """Samples were refused because their request ids are already in the store."""
+
+    def __init__(self, request_ids: set[str]) -> None:
+        super().__init__(f"{len(request_ids)} request id(s) already stored")
+        self.request_ids = request_ids
 
 
 class SampleWindowReader(Protocol):
@@ -168,18 +199,26 @@ class SqlSampleStore:
         self.url = url
         self.engine = create_store_engine(url, sqlite_synchronous=sqlite_synchronous)
         create_tables(self.engine, _metadata, url, "sample")
+        self.store_id = ensure_store_id(self.engine, url, "sample")
+        path = sqlite_path(self.engine)
+        self.file = FileIdentity.of(path) if path is not None else None
+        self._had_write_problem = False
 
     def __repr__(self) -> str:
         return f"SqlSampleStore({redact(self.url)!r})"
 
-    def append(self, samples: Sequence[Sample]) -> int:
+    def append(self, samples: Sequence[Sample], *, refuse_known_request_ids: bool = False) -> int:
         """Insert ``samples`` in one transaction; durable when this returns.
 
         Returns the number of rows written. Raises on failure, in which case none of
-        the batch is stored.
+        the batch is stored (or, for :class:`StoreReplaced` after the commit, it is
+        stored in a file that is no longer the store's). With
+        ``refuse_known_request_ids``, a batch holding a request id that is already
+        stored raises :class:`DuplicateRequestIds` and stores nothing.
         """
         if not samples:
             return 0
+        self._raise_if_replaced()
         rows = [
             {
                 "ts_us": _storable_us(s.timestamp),
@@ -196,9 +235,40 @@ class SqlSampleStore:
             }
             for s in samples
         ]
-        with self.engine.begin() as connection:
-            connection.execute(samples_table.insert(), rows)
+        try:
+            # BEGIN IMMEDIATE on SQLite: a deferred transaction that reads first (the
+            # identity and id checks) fails at once, not after the busy timeout, when
+            # another writer commits before its INSERT.
+            with write_transaction(self.engine) as connection:
+                if problem := identity_problem(connection, self.store_id, None):
+                    raise StoreReplaced(f"sample store {redact(self.url)}: {problem}")
+                if refuse_known_request_ids:
+                    ids = list({r["request_id"] for r in rows})
+                    known = set(connection.execute(_KNOWN_REQUEST_IDS, {"ids": ids}).scalars())
+                    if known:
+                        raise DuplicateRequestIds(known)
+                connection.execute(samples_table.insert(), rows)
+        except OperationalError:
+            # A SQLite connection opened while the file was read-only stays read-only
+            # after the file is writable again: start over with fresh connections.
+            self.engine.dispose()
+            raise
+        # Deleted during the commit: the rows are in the unlinked file, lost with it.
+        self._raise_if_replaced()
         return len(rows)
+
+    def _raise_if_replaced(self) -> None:
+        if self.file is not None and (problem := self.file.problem()):
+            raise StoreReplaced(f"sample store {redact(self.url)}: {problem}")
+
+    def write_problem(self) -> str | None:
+        """Why the store cannot take samples right now (read-only, locked, deleted,
+        replaced, unreachable), or None. Writes nothing."""
+        problem = write_problem(self.engine, self.store_id, self.file)
+        if self._had_write_problem and problem is None:
+            self.engine.dispose()  # connections opened during the problem may be read-only
+        self._had_write_problem = problem is not None
+        return problem
 
     def read_window(self, start: object, end: object, model_version: str | None = None):
         """Samples with ``start <= timestamp < end`` (optionally of one version) as a frame.

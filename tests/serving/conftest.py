@@ -105,12 +105,15 @@ class ThreadedService:
     def __init__(self, config, settings) -> None:
         import uvicorn
         from driftgate.serving.app import create_app
+        from driftgate.serving.server import uvicorn_limits
 
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.app = create_app(config, settings)
         self.server = uvicorn.Server(
-            uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning")
+            uvicorn.Config(
+                self.app, host="127.0.0.1", port=self.port, log_level="warning", **uvicorn_limits()
+            )
         )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 

@@ -13,8 +13,8 @@ import json
 import signal
 
 import pytest
-from driftgate.serving.loadgen import run_load
 
+from benchmarks.loadgen import run_load
 from driftgate.stores.samples import SqlSampleStore
 from tests.conftest import free_port
 from tests.serving.conftest import records_of

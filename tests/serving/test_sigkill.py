@@ -1,7 +1,7 @@
 """SIGKILL under concurrent load: every request that got a 200 is in the sample store.
 
 The service runs in its own process (``serving.server.run``, as ``driftgate serve``
-does); a bounded pool of keep-alive connections (:mod:`serving.loadgen`) posts
+does); a bounded pool of keep-alive connections (:mod:`benchmarks.loadgen`) posts
 requests with known ids over loopback;
 the process is killed with SIGKILL while requests are in flight. Then the store is
 opened afresh and every acknowledged request must be there with all its records.
@@ -20,8 +20,8 @@ import threading
 import time
 
 import httpx
-from driftgate.serving.loadgen import run_load
 
+from benchmarks.loadgen import run_load
 from driftgate.stores.samples import SqlSampleStore
 from tests.conftest import free_port
 from tests.serving.conftest import REPO_ROOT, records_of

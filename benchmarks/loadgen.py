@@ -1,4 +1,4 @@
-"""A lean loopback load generator for the service: ``python -m serving.loadgen URL``.
+"""A lean loopback load generator for the service: ``python -m benchmarks.loadgen URL``.
 
 httpx costs about a millisecond of client CPU per request, which on a two-core machine
 measures the client, not the service. This client pre-renders each HTTP/1.1 request,

@@ -1,0 +1,42 @@
+"""``GET /healthz`` (the process answers), ``GET /readyz`` (it can serve and record),
+``GET /metrics`` (Prometheus text format)."""
+
+from __future__ import annotations
+
+from driftgate.serving.dependencies import Service
+from driftgate.serving.jsonbody import UnicodeJSONRoute
+from driftgate.serving.responses import SafeJSONResponse
+from driftgate.serving.state import liveness_problems, readiness_problems
+from fastapi import APIRouter
+from fastapi.responses import Response
+
+router = APIRouter(route_class=UnicodeJSONRoute)
+
+
+@router.get("/healthz")
+async def healthz(svc: Service):
+    # Fails only for what a restart cures (a dead writer or store watch): a liveness
+    # probe must not restart the process for a store outage that it cannot fix.
+    problems = liveness_problems(svc)
+    if problems:
+        return SafeJSONResponse({"status": "failing", "problems": problems}, status_code=503)
+    return {"status": "ok"}
+
+
+@router.get("/readyz")
+async def readyz(svc: Service):
+    problems = readiness_problems(svc)  # cached checks: no store round trip per probe
+    model = svc.champion.current
+    body = {
+        "ready": not problems,
+        "model_name": svc.model_name,
+        "model_version": model.version if model else None,
+        "paused": svc.pause.current().paused,
+        "problems": problems,
+    }
+    return SafeJSONResponse(body, status_code=200 if not problems else 503)
+
+
+@router.get("/metrics")
+async def metrics_endpoint(svc: Service) -> Response:
+    return Response(svc.metrics.render(), media_type=svc.metrics.content_type)

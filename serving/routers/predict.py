@@ -1,0 +1,245 @@
+"""``POST /predict``: validate → predict → commit the samples → answer."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import UTC, datetime
+
+import numpy as np
+from driftgate.serving.champion import LoadedModel
+from driftgate.serving.dependencies import Service
+from driftgate.serving.errors import describe_error, new_error_id
+from driftgate.serving.jsonbody import TooManyRecords, UnicodeJSONRoute, read_body
+from driftgate.serving.responses import (
+    MAX_ERRORS,
+    REQUEST_ID_HEADER,
+    SAMPLE_STORED_HEADER,
+    SafeJSONResponse,
+    capped,
+    error_response,
+    request_id_of,
+)
+from driftgate.serving.schemas import PredictRequest, PredictResponse
+from driftgate.serving.writer import WriterClosed, WriterOverloaded
+from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import Response
+
+from driftgate.stores._sql import StoreReplaced
+from driftgate.stores.samples import DuplicateRequestIds, Sample
+
+log = logging.getLogger(__name__)
+
+# Above this many records, scoring moves off the event loop so it cannot stall it.
+INLINE_RECORDS = 64
+# An acknowledgement waits at most this long for its commit before answering 503.
+COMMIT_TIMEOUT_SECONDS = 30.0
+
+router = APIRouter(route_class=UnicodeJSONRoute)
+
+
+@router.post(
+    "/predict",
+    response_model=PredictResponse,
+    # The body is read by read_body (off the event loop when large), not by FastAPI:
+    # its schema is declared here for the OpenAPI document.
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": PredictRequest.model_json_schema()}},
+        }
+    },
+)
+async def predict(request: Request, svc: Service):
+    settings, metrics = svc.settings, svc.metrics
+    request_id = request_id_of(request)
+    try:
+        body = await read_body(request, PredictRequest, settings.max_records_per_request)
+    except TooManyRecords as exc:
+        metrics.invalid_records.inc()
+        return error_response(
+            422,
+            f"{exc.count} records; at most {settings.max_records_per_request}",
+            request_id,
+            errors=[{"record": None, "field": "records", "reason": "too many records"}],
+        )
+    pause = svc.pause.current()
+    if pause.paused:
+        metrics.paused_requests.inc()
+        return error_response(
+            503, "inference paused", request_id, paused=True, **_pause_fields(pause)
+        )
+    if svc.pause.unknown:
+        return error_response(503, f"the pause switch is unknown: {svc.pause.unknown}", request_id)
+    model = svc.champion.current
+    if model is None:
+        return error_response(503, svc.champion.last_error or "no champion loaded", request_id)
+    if body.timestamp is not None and not settings.accept_client_timestamps:
+        return error_response(
+            422,
+            "client timestamps are not accepted by this service",
+            request_id,
+            errors=[{"record": None, "field": "timestamp", "reason": "not accepted"}],
+        )
+    large = len(body.records) > INLINE_RECORDS
+    if large:  # validation of a large request must not stall the event loop
+        errors, total, invalid = await run_in_threadpool(_broken_fields, model, body.records)
+    else:
+        errors, total, invalid = _broken_fields(model, body.records)
+    if errors:
+        metrics.invalid_records.inc(invalid)
+        return error_response(
+            422, "request breaks the input contract", request_id, **capped(errors, total)
+        )
+
+    matrix = np.array(
+        [[record[f] for f in model.features] for record in body.records], dtype=np.float32
+    )
+    if large:
+        probabilities = await run_in_threadpool(model.predict, matrix)
+    else:
+        probabilities = model.predict(matrix)
+    if probabilities.shape != (len(body.records),) or not np.isfinite(probabilities).all():
+        log.error("model v%s returned unusable output for request %s", model.version, request_id)
+        return error_response(
+            500, "the model returned a non-finite or misshapen output", request_id
+        )
+    classes = (probabilities >= settings.decision_threshold).astype(int)
+
+    received = datetime.now(UTC)
+    samples = _samples(model, body, request_id, received, probabilities, classes)
+    failure = await _store(svc, samples, request_id)
+    if isinstance(failure, Response):
+        return failure
+    stored = failure is None
+    if stored:
+        metrics.records.inc(len(samples))
+    elif settings.on_store_failure == "fail_closed":
+        return error_response(
+            503,
+            f"{failure}; request not answered because it could not be recorded "
+            "(serving.on_store_failure=fail_closed)",
+            request_id,
+            **({"error_id": failure.error_id} if failure.error_id else {}),
+        )
+    else:
+        # answer_unlogged: the operator chose availability over monitoring; the
+        # answer, a header, a counter and the log all say the sample is missing.
+        log.warning("request %s answered but not stored: %s", request_id, failure)
+        metrics.unstored_records.inc(len(samples))
+    return SafeJSONResponse(
+        {
+            "request_id": request_id,
+            "model_name": model.name,
+            "model_version": model.version,
+            "probabilities": probabilities.tolist(),
+            "classes": classes.tolist(),
+            "sample_stored": stored,
+        },
+        headers={REQUEST_ID_HEADER: request_id, SAMPLE_STORED_HEADER: str(stored).lower()},
+    )
+
+
+class StoreFailure(str):
+    """Why samples were not stored, in words fit for the client; ``error_id`` names the
+    server log line with the detail (empty when the words say it all)."""
+
+    error_id: str = ""
+
+
+def _failure(text: str, error_id: str = "") -> StoreFailure:
+    failure = StoreFailure(text)
+    failure.error_id = error_id
+    return failure
+
+
+async def _store(svc, samples: list[Sample], request_id: str) -> StoreFailure | Response | None:
+    """Commit ``samples``; None once durable, else why not (or a 409 for a reused id)."""
+    if problem := svc.watch.sample_problem:  # known now: do not queue behind it
+        return _failure(f"sample store unavailable: it cannot take writes ({problem})")
+    try:
+        committed = svc.writer.submit(samples)
+    except (WriterOverloaded, WriterClosed) as exc:
+        return error_response(503, f"not accepting samples: {exc}", request_id)
+    try:
+        await asyncio.wait_for(asyncio.wrap_future(committed), COMMIT_TIMEOUT_SECONDS)
+    except DuplicateRequestIds:
+        return error_response(
+            409,
+            f"request id {request_id!r} was already used; send a new {REQUEST_ID_HEADER} "
+            "(or none: the service then makes one)",
+            request_id,
+        )
+    except StoreReplaced:
+        log.error("request %s not stored: the sample store was deleted or replaced", request_id)
+        return _failure(
+            "sample store unavailable: it is no longer the store this service opened "
+            "(deleted or replaced); restart the service"
+        )
+    except TimeoutError:
+        error_id = new_error_id()
+        log.error("error %s: request %s: no commit within %g s", error_id, request_id,
+                  COMMIT_TIMEOUT_SECONDS)  # fmt: skip
+        return _failure(
+            f"sample store unavailable: no commit within {COMMIT_TIMEOUT_SECONDS:g} s "
+            f"(error id {error_id})",
+            error_id,
+        )
+    except Exception as exc:  # the store refused the batch: the detail is for the log only
+        error_id = new_error_id()
+        log.error("error %s: request %s not stored: %s", error_id, request_id, describe_error(exc))
+        return _failure(f"sample store unavailable (error id {error_id})", error_id)
+    return None
+
+
+def _broken_fields(model: LoadedModel, records: list[dict]) -> tuple[list[dict], int, int]:
+    """The first MAX_ERRORS broken fields, how many there are, and how many records."""
+    errors: list[dict] = []
+    total = invalid = 0
+    for i, record in enumerate(records):
+        found = model.checker.validate(record)
+        if found:
+            invalid += 1
+            total += len(found)
+            errors.extend(
+                {"record": i, "field": e.field, "reason": e.reason, "rule": e.rule}
+                for e in found[: MAX_ERRORS - len(errors)]
+            )
+    return errors, total, invalid
+
+
+def _pause_fields(pause) -> dict:
+    data = pause.to_dict()
+    return {
+        key: data[key]
+        for key in (
+            "reason", "review_id", "monitor", "window_start", "window_end", "evidence",
+            "actor", "since",
+        )
+    }  # fmt: skip
+
+
+def _samples(
+    model: LoadedModel,
+    body: PredictRequest,
+    request_id: str,
+    received: datetime,
+    probabilities: np.ndarray,
+    classes: np.ndarray,
+) -> list[Sample]:
+    timestamp = body.timestamp or received
+    return [
+        Sample(
+            timestamp=timestamp,
+            received_at=received,
+            request_id=request_id,
+            record_index=i,
+            model_name=model.name,
+            model_version=model.version,
+            features=record,
+            prediction=float(probabilities[i]),
+            predicted_class=int(classes[i]),
+        )
+        for i, record in enumerate(body.records)
+    ]

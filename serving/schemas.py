@@ -1,0 +1,104 @@
+"""Request and response bodies of the inference service (pydantic models)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    field_validator,
+)
+
+from driftgate.stores.samples import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+
+FeatureValue = StrictFloat | StrictInt | None
+
+
+class PredictRequest(BaseModel):
+    """``{"records": [{feature: number, ...}, ...], "timestamp": optional}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    records: list[dict[str, FeatureValue]] = Field(min_length=1)
+    timestamp: AwareDatetime | None = Field(
+        None, description="event time of the records (only if the service accepts it)"
+    )
+
+    @field_validator("timestamp", mode="before")
+    @classmethod
+    def _text_only(cls, value: Any) -> Any:
+        # pydantic would read a number (or true) as Unix time, guessing s or ms.
+        if value is not None and not isinstance(value, str):
+            raise ValueError("must be an ISO 8601 string with a time zone")
+        return value
+
+    @field_validator("timestamp")
+    @classmethod
+    def _storable(cls, value: datetime | None) -> datetime | None:
+        # Refused here, not by the store: one unstorable sample would fail the whole
+        # group commit, other clients' requests included.
+        if value is not None and not EARLIEST_TIMESTAMP <= value < LATEST_TIMESTAMP:
+            raise ValueError(
+                f"must lie in [{EARLIEST_TIMESTAMP:%Y-%m-%d}, {LATEST_TIMESTAMP:%Y-%m-%d}) UTC"
+            )
+        return value
+
+
+class PredictResponse(BaseModel):
+    request_id: str
+    model_name: str
+    model_version: str
+    probabilities: list[float]
+    classes: list[int]
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be blank")
+    return value
+
+
+def _storable_time(value: datetime | None) -> datetime | None:
+    """A window bound the control store can hold (naive = UTC), else a ValueError."""
+    if value is None:
+        return None
+    aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    try:
+        inside = EARLIEST_TIMESTAMP <= aware < LATEST_TIMESTAMP
+    except OverflowError:  # e.g. 9999-12-31T23:00-05:00 has no UTC time
+        inside = False
+    if not inside:
+        raise ValueError(
+            f"must lie in [{EARLIEST_TIMESTAMP:%Y-%m-%d}, {LATEST_TIMESTAMP:%Y-%m-%d}) UTC"
+        )
+    return value
+
+
+class PauseRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str = Field(min_length=1, max_length=5000)
+    by: str | None = Field(None, max_length=256, description="who; default http:<client>")
+    monitor: str | None = Field(None, max_length=256)
+    window_start: datetime | None = None
+    window_end: datetime | None = None
+    evidence: list[str] = Field(default_factory=list)
+    review_id: str | None = Field(None, max_length=256)
+
+    _reason = field_validator("reason")(_not_blank)
+    _window = field_validator("window_start", "window_end")(_storable_time)
+
+
+class ResumeRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str = Field(min_length=1, max_length=5000)
+    by: str | None = Field(None, max_length=256)
+
+    _reason = field_validator("reason")(_not_blank)

@@ -1,0 +1,153 @@
+"""What the service opens at start and closes at stop: stores, champion, threads."""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from driftgate.serving.champion import ChampionWatcher
+from driftgate.serving.metrics import ServiceMetrics
+from driftgate.serving.pause import PauseSwitchView
+from driftgate.serving.storewatch import StoreWatch
+from driftgate.serving.validation import build_checker
+from driftgate.serving.writer import GroupCommitWriter
+
+from driftgate.config import ProjectConfig
+from driftgate.config.serving import ServingSettings
+from driftgate.stores.control import ControlStore
+from driftgate.stores.samples import SqlSampleStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ServiceState:
+    """Everything the lifespan opens; handlers get it through the ``Service`` dependency."""
+
+    settings: ServingSettings
+    model_name: str
+    metrics: ServiceMetrics
+    samples: SqlSampleStore
+    control: ControlStore
+    champion: ChampionWatcher
+    pause: PauseSwitchView
+    writer: GroupCommitWriter
+    watch: StoreWatch
+    admin_token: str | None
+
+
+def liveness_problems(svc: ServiceState) -> list[str]:
+    """What only a restart can cure: a background thread that is gone."""
+    problems = []
+    if not svc.writer.alive:
+        problems.append("the sample writer is not running")
+    if not svc.watch.alive:
+        problems.append("the store watch is not running")
+    return problems
+
+
+def readiness_problems(svc: ServiceState) -> list[str]:
+    """Why the service cannot answer and record a request now (cheap: cached checks)."""
+    problems = liveness_problems(svc)
+    if svc.champion.current is None:
+        problems.insert(0, svc.champion.last_error or "no champion loaded")
+    problems.extend(svc.watch.problems())
+    if svc.pause.last_error:
+        problems.append(svc.pause.last_error)
+    return problems
+
+
+def admin_token(settings: ServingSettings) -> str | None:
+    """The admin token from the environment, without surrounding whitespace.
+
+    A token read from a file (``$(cat token)``, a Kubernetes secret) often ends in a
+    newline that no client sends: it is stripped, with a warning, rather than make
+    every admin request fail with 403.
+    """
+    raw = os.environ.get(settings.admin_token_env)
+    token = (raw or "").strip() or None
+    if token is None:
+        log.warning("%s is not set: admin endpoints refuse every request", settings.admin_token_env)
+    elif token != raw:
+        log.warning(
+            "%s has surrounding whitespace; it was stripped (clients send the token without it)",
+            settings.admin_token_env,
+        )
+    return token
+
+
+def open_service(
+    config: ProjectConfig,
+    settings: ServingSettings,
+    contract_path: Path | None,
+    metrics: ServiceMetrics,
+) -> ServiceState:
+    """Open the stores, read the switch, load the champion, start the threads."""
+    model_name = config.model.name
+    home = config.home_dir
+    samples = SqlSampleStore(
+        settings.sample_store(home), sqlite_synchronous=settings.sqlite_synchronous
+    )
+    control = ControlStore(
+        settings.control_store(home), sqlite_synchronous=settings.sqlite_synchronous
+    )
+
+    def on_pause_change(state) -> None:
+        metrics.paused.set(1 if state.paused else 0)
+        if state.paused:
+            metrics.pauses.inc()
+
+    pause = PauseSwitchView(control, model_name, settings.pause_poll_seconds, on_pause_change)
+    pause.start()  # before the first request: a stored pause holds from the start
+
+    def on_reload(outcome: str, version: str) -> None:
+        metrics.model_reloads.labels(outcome).inc()
+        if outcome == "loaded" and version.isdigit():
+            metrics.model_version.set(int(version))
+
+    champion = ChampionWatcher(
+        config.tracking,
+        model_name,
+        make_checker=lambda features: build_checker(features, contract_path),
+        poll_seconds=settings.model_poll_seconds,
+        on_reload=on_reload,
+    )
+    champion.refresh()
+    champion.start()
+
+    watch = StoreWatch(samples, control)
+    watch.start()  # before the first request: readiness is known from the start
+
+    writer = GroupCommitWriter(
+        lambda batch: samples.append(batch, refuse_known_request_ids=True),
+        max_batch_samples=settings.batch_max_samples,
+        max_wait_seconds=settings.batch_max_wait_ms / 1000,
+        max_pending_requests=settings.max_pending_requests,
+        on_commit=metrics.record_commit,
+        on_error=lambda exc: metrics.sample_write_errors.inc(),
+    )
+    writer.start()
+    return ServiceState(
+        settings=settings,
+        model_name=model_name,
+        metrics=metrics,
+        samples=samples,
+        control=control,
+        champion=champion,
+        pause=pause,
+        writer=writer,
+        watch=watch,
+        admin_token=admin_token(settings),
+    )
+
+
+def close_service(state: ServiceState) -> None:
+    """Stop polling, commit every queued sample, close the stores."""
+    state.champion.stop()
+    state.pause.stop()
+    state.watch.stop()
+    state.writer.close()
+    state.samples.close()
+    state.control.close()
