@@ -22,6 +22,7 @@ import time
 
 import numpy as np
 import pandas as pd
+
 from driftgate.data_contracts import Contract, RecordValidator, validate_batch
 
 FLOAT_COLUMNS = 20

@@ -24,9 +24,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
 
-    from driftgate.gates.config import load_gate_config
-
     from driftgate.config import load_config
+    from driftgate.gates.config import load_gate_config
     from driftgate.jobs.promote import evaluate_gates
     from driftgate.jobs.train import run_training
 

@@ -88,6 +88,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from distributed import Client, LocalCluster
+
     from driftgate.flows.drift_check import dask_mapper
     from driftgate.monitors import check_drift_counts
     from driftgate.monitors.partitions import feature_groups, summarise_part, summarise_parts

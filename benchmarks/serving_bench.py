@@ -135,7 +135,6 @@ def main() -> None:
         from datetime import UTC, datetime, timedelta
 
         from driftgate.gates.config import load_gate_config
-
         from driftgate.jobs.drift_check import judge_window
         from driftgate.stores.samples import Sample, SqlSampleStore
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
 from driftgate.data_contracts.model import Contract, Rule, rule_kind
 
 DEFAULT_MAX_EXAMPLES = 5

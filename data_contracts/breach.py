@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from driftgate.core.errors import EXIT_CHECK_FAILED, DriftgateError
 from driftgate.data_contracts.batch import ContractResult
 from driftgate.data_contracts.render import render_markdown
-
-from driftgate.core.errors import EXIT_CHECK_FAILED, DriftgateError
 
 
 class ContractBreach(DriftgateError):

@@ -17,7 +17,6 @@ from typing import Any
 
 import great_expectations as gx
 import pandas as pd
-from driftgate.data_contracts.model import ColumnSpec, Contract, Rule
 from great_expectations.core.expectation_validation_result import (
     ExpectationSuiteValidationResult,
 )
@@ -26,6 +25,8 @@ from great_expectations.data_context.types.base import (
     InMemoryStoreBackendDefaults,
     ProgressBarsConfig,
 )
+
+from driftgate.data_contracts.model import ColumnSpec, Contract, Rule
 
 # GX type names per contract dtype. For a typed pandas column GX compares the column's
 # dtype against these; for an ``object`` column it checks every value with isinstance

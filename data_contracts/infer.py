@@ -24,6 +24,7 @@ from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
+
 from driftgate.data_contracts.model import ColumnSpec, Contract, RowCountSpec
 
 DEFAULT_QUANTILE = 0.001

@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
+
 from driftgate.data_contracts.model import ColumnSpec, Contract, rule_id
 
 _NUMERIC_TYPES = (int, float, np.integer, np.floating)

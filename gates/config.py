@@ -12,13 +12,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from driftgate.core.yamlconfig import StrictModel, load_yaml_model
+
 # Monitor rules (model, validation, evaluation) live beside the statistics they read.
 from driftgate.gates.checks import CheckSettings, validate_check_settings
 from driftgate.monitors.rules import Monitor
 from driftgate.training.evaluate import MetricName
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-
-from driftgate.core.yamlconfig import StrictModel, load_yaml_model
 
 
 class MetricGate(StrictModel):

@@ -87,7 +87,6 @@ def start_server(folder: Path) -> tuple[subprocess.Popen, str]:
 def populate(folder: Path, uri: str) -> None:
     """Train the three versions over HTTP and gate each with the repository's gates."""
     from driftgate.gates.config import load_gate_config
-
     from driftgate.jobs.promote import run_promotion
     from driftgate.jobs.train import run_training
 

@@ -23,11 +23,11 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+
+from driftgate.core.errors import DriftgateError
 from driftgate.monitors.profile import NumericProfile, ReferenceProfile
 from driftgate.monitors.stattests import InsufficientData, get_stattest
 from driftgate.monitors.window import NumericWindow, Window, summarise_window
-
-from driftgate.core.errors import DriftgateError
 
 Correction = Literal["bonferroni", "bh"]
 CORRECTIONS: tuple[str, ...] = ("bonferroni", "bh")

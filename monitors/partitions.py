@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pandas as pd
+
 from driftgate.monitors.profile import ReferenceProfile
 from driftgate.monitors.window import MissingColumnError, Window, merge_windows, summarise_window
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+
 from driftgate.monitors.profile import ProfileError, ReferenceProfile
 
 DEFAULT_MAX_CURRENT_ROWS = 50_000

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+
+from driftgate.core.errors import DriftgateError
 from driftgate.monitors.profile import (
     CategoricalProfile,
     NumericCounts,
@@ -31,8 +33,6 @@ from driftgate.monitors.profile import (
     category_counts,
     numeric_values,
 )
-
-from driftgate.core.errors import DriftgateError
 
 
 class MissingColumnError(DriftgateError, KeyError):

@@ -23,6 +23,15 @@ from __future__ import annotations
 
 import contextlib
 
+from fastapi import FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.exception_handlers import http_exception_handler
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from driftgate.config import ProjectConfig
+from driftgate.config.serving import ServingSettings
 from driftgate.serving.dependencies import AuthError
 from driftgate.serving.jsonbody import CappedValidationError
 from driftgate.serving.limits import BodyLimitMiddleware
@@ -38,15 +47,6 @@ from driftgate.serving.responses import (
 )
 from driftgate.serving.routers import admin, health, predict
 from driftgate.serving.state import close_service, open_service
-from fastapi import FastAPI, Request
-from fastapi.concurrency import run_in_threadpool
-from fastapi.exception_handlers import http_exception_handler
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
-from starlette.exceptions import HTTPException as StarletteHTTPException
-
-from driftgate.config import ProjectConfig
-from driftgate.config.serving import ServingSettings
 
 
 def create_app(config: ProjectConfig, settings: ServingSettings | None = None) -> FastAPI:

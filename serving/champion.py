@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from driftgate.serving.validation import RecordChecker
 
 from driftgate import registry
 from driftgate.config import TrackingSettings
 from driftgate.core.redaction import redact_credentials
+from driftgate.serving.validation import RecordChecker
 
 log = logging.getLogger(__name__)
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import hmac
 from typing import Annotated
 
-from driftgate.serving.jsonbody import UnicodeJSONRoute
-from driftgate.serving.state import ServiceState
 from fastapi import Depends, Request
 from fastapi.responses import Response
+
+from driftgate.serving.jsonbody import UnicodeJSONRoute
+from driftgate.serving.state import ServiceState
 
 
 async def get_service(request: Request) -> ServiceState:

@@ -25,7 +25,6 @@ import threading
 from collections.abc import Callable
 
 from driftgate.serving.errors import describe_error, new_error_id
-
 from driftgate.stores.control import ControlStore, PauseState
 
 log = logging.getLogger(__name__)

@@ -11,9 +11,10 @@ import re
 import uuid
 from typing import Any
 
-from driftgate.serving.jsonbody import BodyRefused
 from fastapi import Request
 from fastapi.responses import JSONResponse
+
+from driftgate.serving.jsonbody import BodyRefused
 
 REQUEST_ID_HEADER = "X-Request-ID"
 SAMPLE_STORED_HEADER = "X-Driftgate-Sample-Stored"

@@ -81,6 +81,7 @@ def run(
 ) -> None:
     """Serve until interrupted; ``host``/``port`` override the settings."""
     import uvicorn
+
     from driftgate.serving.app import create_app
 
     settings = settings or serving_settings(config)

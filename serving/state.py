@@ -7,15 +7,14 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from driftgate.config import ProjectConfig
+from driftgate.config.serving import ServingSettings
 from driftgate.serving.champion import ChampionWatcher
 from driftgate.serving.metrics import ServiceMetrics
 from driftgate.serving.pause import PauseSwitchView
 from driftgate.serving.storewatch import StoreWatch
 from driftgate.serving.validation import build_checker
 from driftgate.serving.writer import GroupCommitWriter
-
-from driftgate.config import ProjectConfig
-from driftgate.config.serving import ServingSettings
 from driftgate.stores.control import ControlStore
 from driftgate.stores.samples import SqlSampleStore
 

@@ -15,7 +15,6 @@ import logging
 import threading
 
 from driftgate.serving.errors import describe_error, new_error_id
-
 from driftgate.stores.control import ControlStore
 from driftgate.stores.samples import SqlSampleStore
 

@@ -34,7 +34,6 @@ from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass
 
 from driftgate.serving.errors import describe_error
-
 from driftgate.stores.samples import DuplicateRequestIds, Sample
 
 log = logging.getLogger(__name__)

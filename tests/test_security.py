@@ -460,7 +460,6 @@ def test_cli_model_option_with_a_path_is_refused(tmp_path):
 @pytest.mark.parametrize("candidate", ["1/../../../tmp/x", "../1", "1 ", "²", "-1", "v1"])
 def test_a_candidate_version_cannot_hold_a_path(project_config, candidate):
     from driftgate.gates.config import load_gate_config
-
     from driftgate.jobs.promote import evaluate_gates
 
     with pytest.raises(ConfigError, match="a model version is a whole number"):
@@ -470,9 +469,8 @@ def test_a_candidate_version_cannot_hold_a_path(project_config, candidate):
 def test_a_candidate_file_version_cannot_hold_a_path(tmp_path):
     import json
 
-    from driftgate.training.data import DataError
-
     from driftgate.jobs.pipeline import CANDIDATE_FIELDS, read_candidate_file
+    from driftgate.training.data import DataError
 
     record = dict.fromkeys(CANDIDATE_FIELDS, "x") | {"version": "../../x"}
     (tmp_path / "candidate.json").write_text(json.dumps(record))

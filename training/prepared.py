@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+
 from driftgate.training.data import DataError, Splits
 
 RAW_FILE = "raw.parquet"

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+from torch import nn
+
 from driftgate.training.model import Standardization, TabularClassifier
 from driftgate.training.params import TrainParams
-from torch import nn
 
 log = logging.getLogger(__name__)
 

@@ -9,6 +9,8 @@ given the most-predicted class (at the decision threshold), default 98%.
 from __future__ import annotations
 
 import numpy as np
+from pydantic import Field
+
 from driftgate.gates.checks.registry import (
     CheckSettings,
     GateCheck,
@@ -18,7 +20,6 @@ from driftgate.gates.checks.registry import (
 )
 from driftgate.gates.result import CheckResult
 from driftgate.training.evaluate import DECISION_THRESHOLD
-from pydantic import Field
 
 
 class DegenerateOutputCheck(CheckSettings):

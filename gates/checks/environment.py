@@ -12,6 +12,8 @@ import re
 from collections.abc import Mapping
 from typing import Literal
 
+from pydantic import Field
+
 from driftgate.gates.checks.registry import (
     CheckSettings,
     GateCheck,
@@ -20,7 +22,6 @@ from driftgate.gates.checks.registry import (
     timed,
 )
 from driftgate.gates.result import CheckResult
-from pydantic import Field
 
 _LEVELS = {"major": 1, "minor": 2, "patch": 3}
 

@@ -13,6 +13,8 @@ import io
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
+from pydantic import Field
+
 from driftgate.gates.checks._outputs import largest_abs_diff, torch_outputs
 from driftgate.gates.checks.registry import (
     CheckSettings,
@@ -22,7 +24,6 @@ from driftgate.gates.checks.registry import (
     timed,
 )
 from driftgate.gates.result import CheckResult
-from pydantic import Field
 
 if TYPE_CHECKING:
     from torch import nn

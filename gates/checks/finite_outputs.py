@@ -10,6 +10,8 @@ inside the data and NaN at a bound it never saw. Threshold: 0 bad rows.
 from __future__ import annotations
 
 import numpy as np
+from pydantic import Field
+
 from driftgate.gates.checks._outputs import as_probabilities
 from driftgate.gates.checks.registry import (
     CheckSettings,
@@ -20,7 +22,6 @@ from driftgate.gates.checks.registry import (
     timed,
 )
 from driftgate.gates.result import CheckResult
-from pydantic import Field
 
 
 class FiniteOutputsCheck(CheckSettings):

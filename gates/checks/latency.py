@@ -12,6 +12,8 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from pydantic import Field, field_validator
+
 from driftgate.gates.checks.registry import (
     CheckSettings,
     GateCheck,
@@ -21,7 +23,6 @@ from driftgate.gates.checks.registry import (
     timed,
 )
 from driftgate.gates.result import CheckResult
-from pydantic import Field, field_validator
 
 
 class LatencyCheck(CheckSettings):

@@ -12,6 +12,8 @@ import tracemalloc
 from pathlib import Path
 
 import numpy as np
+from pydantic import Field
+
 from driftgate.gates.checks.registry import (
     CheckSettings,
     GateCheck,
@@ -21,7 +23,6 @@ from driftgate.gates.checks.registry import (
     timed,
 )
 from driftgate.gates.result import CheckResult
-from pydantic import Field
 
 
 class MemoryCheck(CheckSettings):

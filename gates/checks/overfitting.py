@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+from pydantic import Field
+
 from driftgate.gates.checks.registry import (
     CheckSettings,
     GateCheck,
@@ -20,7 +22,6 @@ from driftgate.gates.checks.registry import (
 )
 from driftgate.gates.result import CheckResult, fmt
 from driftgate.training.evaluate import MetricName
-from pydantic import Field
 
 
 class OverfittingCheck(CheckSettings):

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-from driftgate.gates.result import CheckResult
 from pydantic import ConfigDict, ValidationError, create_model
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from driftgate.core.yamlconfig import StrictModel
+from driftgate.gates.result import CheckResult
 
 if TYPE_CHECKING:
     from torch import nn

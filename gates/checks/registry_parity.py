@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+from pydantic import Field
+
 from driftgate.gates.checks._outputs import as_probabilities, largest_abs_diff, torch_outputs
 from driftgate.gates.checks.export_parity import ExportParityCheck
 from driftgate.gates.checks.registry import (
@@ -23,7 +25,6 @@ from driftgate.gates.checks.registry import (
     timed,
 )
 from driftgate.gates.result import CheckResult
-from pydantic import Field
 
 if TYPE_CHECKING:
     from torch import nn

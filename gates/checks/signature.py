@@ -9,6 +9,7 @@ whatever the service is sent. Settings: only ``enabled``.
 from __future__ import annotations
 
 import numpy as np
+
 from driftgate.gates.checks.registry import (
     CheckSettings,
     GateCheck,

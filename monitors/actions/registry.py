@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import pandas as pd
+
 from driftgate.monitors.rules import MonitorResult
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+
 from driftgate.monitors.profile import CategoricalProfile, FeatureProfile, NumericProfile
 from driftgate.monitors.stattests.registry import InsufficientData
 

@@ -19,11 +19,12 @@ breaks on unseen categories (expected count 0), hence this deliberate difference
 from __future__ import annotations
 
 import numpy as np
+from scipy import stats
+
 from driftgate.monitors.profile import CategoricalProfile
 from driftgate.monitors.stattests.binned import bin_counts
 from driftgate.monitors.stattests.registry import InsufficientData, StatTest, TestOutcome, register
 from driftgate.monitors.window import CategoricalWindow
-from scipy import stats
 
 MAX_LISTED_UNSEEN = 20
 

@@ -14,6 +14,7 @@ our value by ``sqrt(ln 2)`` to compare on the same bins.
 from __future__ import annotations
 
 import numpy as np
+
 from driftgate.monitors.stattests.binned import proportions
 from driftgate.monitors.stattests.registry import StatTest, TestOutcome, register
 

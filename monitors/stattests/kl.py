@@ -13,6 +13,7 @@ one Evidently uses.
 from __future__ import annotations
 
 import numpy as np
+
 from driftgate.monitors.stattests.binned import proportions, smooth
 from driftgate.monitors.stattests.registry import StatTest, TestOutcome, register
 

@@ -24,10 +24,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy import stats
+
 from driftgate.monitors.profile import NumericProfile
 from driftgate.monitors.stattests.registry import InsufficientData, StatTest, TestOutcome, register
 from driftgate.monitors.window import NumericWindow
-from scipy import stats
 
 # scipy.stats.ks_2samp(method="auto") is exact up to this sample size.
 SCIPY_MAX_AUTO_N = 10_000

@@ -10,6 +10,7 @@ symmetric (it equals ``KL(ref||cur) + KL(cur||ref)``). Same bins and smoothing a
 from __future__ import annotations
 
 import numpy as np
+
 from driftgate.monitors.stattests.binned import proportions, smooth
 from driftgate.monitors.stattests.registry import StatTest, TestOutcome, register
 

@@ -20,11 +20,12 @@ cross. Elsewhere the error is at most the gap's mass times its width, summed in
 from __future__ import annotations
 
 import numpy as np
+from scipy import stats
+
 from driftgate.monitors.profile import NumericProfile
 from driftgate.monitors.stattests.mean_shift import standardised
 from driftgate.monitors.stattests.registry import InsufficientData, StatTest, TestOutcome, register
 from driftgate.monitors.window import NumericWindow
-from scipy import stats
 
 
 def _atoms(points: np.ndarray, counts: np.ndarray, gap_counts, gap_sums):

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import logging
 
+from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
+
 from driftgate.serving.dependencies import AdminRoute, Service
 from driftgate.serving.errors import describe_error, new_error_id
 from driftgate.serving.responses import error_response
 from driftgate.serving.schemas import PauseRequest, ResumeRequest
-from fastapi import APIRouter, Request
-from fastapi.concurrency import run_in_threadpool
 
 log = logging.getLogger(__name__)
 

@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+from fastapi import APIRouter
+from fastapi.responses import Response
+
 from driftgate.serving.dependencies import Service
 from driftgate.serving.jsonbody import UnicodeJSONRoute
 from driftgate.serving.responses import SafeJSONResponse
 from driftgate.serving.state import liveness_problems, readiness_problems
-from fastapi import APIRouter
-from fastapi.responses import Response
 
 router = APIRouter(route_class=UnicodeJSONRoute)
 

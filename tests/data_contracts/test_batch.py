@@ -11,6 +11,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+
 from driftgate.data_contracts import (
     Contract,
     ContractResult,

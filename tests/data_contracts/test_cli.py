@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 import typer
-from driftgate.data_contracts import Contract
 from typer.testing import CliRunner
 
 from driftgate.commands.contract import contract_app
+from driftgate.data_contracts import Contract
 
 from .conftest import CONTRACT_PATH, with_documented_edits
 

@@ -11,10 +11,10 @@ never a TypeError, a RecursionError, a yaml error or a UnicodeDecodeError.
 from __future__ import annotations
 
 import pytest
-from driftgate.data_contracts import Contract, RecordValidator
 from hypothesis import given
 
 from driftgate.core.yamlconfig import ConfigError
+from driftgate.data_contracts import Contract, RecordValidator
 from tests.data_contracts.conftest import CONTRACT_PATH
 from tests.yaml_mutations import FUZZ, assert_loads_or_config_error, write, yaml_files
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+
 from driftgate.data_contracts import Contract, infer_contract, validate_batch
 
 from .conftest import with_documented_edits

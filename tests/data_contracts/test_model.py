@@ -6,10 +6,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from driftgate.data_contracts import RULE_KINDS, Contract
-from driftgate.data_contracts.model import rule_kind
 
 from driftgate.core.yamlconfig import ConfigError
+from driftgate.data_contracts import RULE_KINDS, Contract
+from driftgate.data_contracts.model import rule_kind
 
 from .conftest import CONTRACT_PATH
 

@@ -8,6 +8,7 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
+
 from driftgate.data_contracts import Contract, RecordError, RecordValidator
 
 from .conftest import with_column

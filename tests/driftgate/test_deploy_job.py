@@ -5,8 +5,8 @@ from __future__ import annotations
 import importlib
 
 import pytest
-from driftgate.gates.config import load_gate_config
 
+from driftgate.gates.config import load_gate_config
 from driftgate.jobs.deploy import describe, plan_deployments
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from driftgate.gates.config import load_gate_config
 from mlflow import MlflowClient
 
 from driftgate import registry
+from driftgate.gates.config import load_gate_config
 from driftgate.jobs import drift_check as job
 from driftgate.stores.control import ControlStore
 from driftgate.stores.samples import Sample, SqlSampleStore

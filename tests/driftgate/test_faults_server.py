@@ -15,17 +15,17 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from driftgate.gates.config import load_gate_config
-from driftgate.training.train import TrainParams
 from mlflow import MlflowClient
 
 from driftgate import registry
 from driftgate.config import load_config
+from driftgate.gates.config import load_gate_config
 from driftgate.jobs import drift_check as drift_job
 from driftgate.jobs import promote as promote_job
 from driftgate.jobs.train import run_training
 from driftgate.stores.control import ControlStore
 from driftgate.stores.samples import Sample, SqlSampleStore
+from driftgate.training.train import TrainParams
 from tests.conftest import MlflowServer
 from tests.driftgate.lenient_gates import LENIENT_GATES
 from tests.faultproxy import FaultProxy

@@ -21,12 +21,12 @@ import zipfile
 
 import pytest
 import torch
-from driftgate.training.train import TrainParams
 from mlflow import MlflowClient
 
 from driftgate import registry
 from driftgate.config import load_config
 from driftgate.jobs import train as train_job
+from driftgate.training.train import TrainParams
 from tests import hostile_models as hostile
 from tests.driftgate.lenient_gates import LENIENT_GATES
 
@@ -260,9 +260,8 @@ def test_a_hostile_state_dict_never_reaches_torch_load(store, marker, tmp_path):
 
 def test_the_genuine_torch_save_state_dict_passes(store, tmp_path):
     """Control: the allow-list accepts a state dict as torch.save writes it to a file."""
-    from driftgate.training.model import TabularClassifier
-
     from driftgate import modelguard
+    from driftgate.training.model import TabularClassifier
 
     weights = tmp_path / "weights"
     weights.mkdir()

@@ -3,10 +3,10 @@
 import json
 
 import pytest
-from driftgate.gates.result import CheckResult, GateResult
-from driftgate.training.data import DataError
 
+from driftgate.gates.result import CheckResult, GateResult
 from driftgate.jobs.pipeline import read_candidate_file, write_candidate_file, write_gate_summary
+from driftgate.training.data import DataError
 
 
 def test_candidate_file_round_trips_the_registered_version(trained_model, tmp_path):

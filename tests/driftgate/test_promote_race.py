@@ -12,11 +12,11 @@ from __future__ import annotations
 import threading
 
 import pytest
-from driftgate.gates.result import CheckResult, GateResult
 from mlflow import MlflowClient
 
 from driftgate import registry
 from driftgate.config import load_config
+from driftgate.gates.result import CheckResult, GateResult
 from driftgate.jobs import promote as promote_job
 from tests.conftest import MlflowServer
 

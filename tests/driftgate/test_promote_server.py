@@ -1,11 +1,11 @@
 """Promotion over HTTP against a real MLflow server that goes away mid-promotion."""
 
 import pytest
-from driftgate.gates.config import load_gate_config
 from mlflow import MlflowClient
 
 from driftgate import registry
 from driftgate.config import load_config
+from driftgate.gates.config import load_gate_config
 from driftgate.jobs import promote as promote_job
 from driftgate.jobs.train import run_training
 

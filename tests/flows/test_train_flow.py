@@ -2,13 +2,13 @@
 
 import numpy as np
 import pytest
-from driftgate.flows.train import train_flow
-from driftgate.training.data import feature_matrix
-from driftgate.training.evaluate import classification_metrics
 from mlflow import MlflowClient
 
 from driftgate import registry
+from driftgate.flows.train import train_flow
 from driftgate.jobs.data import prepare_data
+from driftgate.training.data import feature_matrix
+from driftgate.training.evaluate import classification_metrics
 
 
 def test_train_flow_registers_a_version_that_reproduces_its_logged_accuracy(

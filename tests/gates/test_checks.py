@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 import torch
+from torch import nn
+
 from driftgate.gates.checks.degenerate_output import (
     DegenerateOutputCheck,
     check_degenerate_output,
@@ -20,7 +22,6 @@ from driftgate.gates.checks.overfitting import OverfittingCheck, check_overfitti
 from driftgate.gates.checks.reload_parity import ReloadParityCheck, check_reload_parity
 from driftgate.gates.checks.signature import check_signature
 from driftgate.training.model import Standardization, TabularClassifier, predict_proba
-from torch import nn
 
 N_FEATURES = 3
 ROWS = np.random.default_rng(0).normal(size=(200, N_FEATURES)).astype(np.float32)

@@ -1,7 +1,7 @@
 import pytest
-from driftgate.gates.config import default_gates_path, load_gate_config
 
 from driftgate.core.yamlconfig import ConfigError
+from driftgate.gates.config import default_gates_path, load_gate_config
 
 
 def test_committed_config_has_the_two_rules_from_the_field():

@@ -10,10 +10,10 @@ whose message starts with the file name.
 from __future__ import annotations
 
 import pytest
-from driftgate.gates.config import default_gates_path, load_gate_config
 from hypothesis import given
 
 from driftgate.core.yamlconfig import ConfigError
+from driftgate.gates.config import default_gates_path, load_gate_config
 from tests.yaml_mutations import FUZZ, assert_loads_or_config_error, write, yaml_files
 
 REAL = default_gates_path().read_text(encoding="utf-8")

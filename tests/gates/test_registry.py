@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from driftgate.core.yamlconfig import ConfigError
 from driftgate.gates import checks
 from driftgate.gates.checks import (
     CHECKS,
@@ -23,8 +25,6 @@ from driftgate.gates.checks.registry import CheckSettings
 from driftgate.gates.config import load_gate_config
 from driftgate.gates.result import CheckResult
 from driftgate.training.model import Standardization, TabularClassifier, predict_proba
-
-from driftgate.core.yamlconfig import ConfigError
 from tests.gates.plugin import docs_example_registered
 
 BUILT_IN_MODEL_CHECKS = [

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+
 from driftgate.monitors.profile import ReferenceProfile
 from driftgate.monitors.window import summarise_window
 

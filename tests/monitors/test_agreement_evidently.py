@@ -22,11 +22,6 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from driftgate.monitors.stattests.js import js_test
-from driftgate.monitors.stattests.kl import kl_test
-from driftgate.monitors.stattests.ks import ks_test
-from driftgate.monitors.stattests.psi import psi_test
-from driftgate.monitors.stattests.wasserstein import wasserstein_test
 from evidently.legacy.calculations.stattests import (
     jensenshannon_stat_test,
     kl_div_stat_test,
@@ -36,6 +31,11 @@ from evidently.legacy.calculations.stattests import (
 )
 from evidently.legacy.core import ColumnType
 
+from driftgate.monitors.stattests.js import js_test
+from driftgate.monitors.stattests.kl import kl_test
+from driftgate.monitors.stattests.ks import ks_test
+from driftgate.monitors.stattests.psi import psi_test
+from driftgate.monitors.stattests.wasserstein import wasserstein_test
 from tests.monitors.conftest import run
 
 

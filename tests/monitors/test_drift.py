@@ -7,6 +7,9 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from driftgate.monitors import (
     DriftConfigError,
     MissingColumnError,
@@ -15,8 +18,6 @@ from driftgate.monitors import (
     adjust_p_values,
     check_drift,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 ALL_TESTS = ["ks", "kl", "psi", "js", "wasserstein", "chi2", "missing_share", "mean_shift"]
 

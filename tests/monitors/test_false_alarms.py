@@ -18,6 +18,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+
 from driftgate.gates.config import load_gate_config
 from driftgate.gates.monitoring import drift_tests_of, evaluate_monitor, group_by_threshold
 from driftgate.monitors import check_drift, check_drift_counts

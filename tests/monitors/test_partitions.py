@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+
 from driftgate.monitors import check_drift, check_drift_counts
 from driftgate.monitors.partitions import (
     feature_groups,

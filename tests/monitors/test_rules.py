@@ -10,6 +10,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 import yaml
+
+from driftgate.config import rainfall_contract_path
+from driftgate.core.yamlconfig import ConfigError
 from driftgate.data_contracts import Contract
 from driftgate.gates.config import load_gate_config
 from driftgate.monitors.rules import (
@@ -18,9 +21,6 @@ from driftgate.monitors.rules import (
     check_monitors_against,
     parse_duration,
 )
-
-from driftgate.config import rainfall_contract_path
-from driftgate.core.yamlconfig import ConfigError
 
 RULE = {
     "name": "kl-rule",

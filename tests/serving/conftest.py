@@ -51,10 +51,9 @@ class Registered:
 @pytest.fixture(scope="session")
 def registered(tmp_path_factory) -> Registered:
     """Two versions of a small model in a fresh MLflow store; champion -> v1."""
-    from driftgate.training.params import TrainParams
-
     from driftgate.config import load_config
     from driftgate.jobs import train as job
+    from driftgate.training.params import TrainParams
 
     root = tmp_path_factory.mktemp("serving-project")
     # The store is pinned: no MLFLOW_TRACKING_URI in the environment can redirect it.
@@ -104,6 +103,7 @@ class ThreadedService:
 
     def __init__(self, config, settings) -> None:
         import uvicorn
+
         from driftgate.serving.app import create_app
         from driftgate.serving.server import uvicorn_limits
 

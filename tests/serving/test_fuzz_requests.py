@@ -25,12 +25,12 @@ import math
 
 import numpy as np
 import pytest
-from driftgate.data_contracts import Contract
-from driftgate.serving.validation import build_checker
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from driftgate.config.serving import ServingSettings
+from driftgate.data_contracts import Contract
+from driftgate.serving.validation import build_checker
 from driftgate.stores.samples import SqlSampleStore
 from tests.serving.conftest import REPO_ROOT, ThreadedService, records_of
 

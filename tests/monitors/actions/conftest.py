@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 import pytest
+
 from driftgate.monitors.actions import ActionPorts, ActionRequest
 from driftgate.monitors.rules import MonitorResult
-
 from driftgate.stores.control import ControlStore
 from driftgate.stores.monitor_state import MonitorStateStore
 from driftgate.stores.reviews import ReviewStore

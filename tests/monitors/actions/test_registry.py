@@ -1,6 +1,7 @@
 """The actions registry: discovered modules, unknown names listing the known ones."""
 
 import pytest
+
 from driftgate.monitors.actions import (
     ACTIONS,
     Action,

@@ -6,15 +6,15 @@ import math
 
 import numpy as np
 import pytest
-from driftgate.monitors.stattests.binned import EPSILON, bin_counts, smooth
-from driftgate.monitors.stattests.js import js_test
-from driftgate.monitors.stattests.kl import kl_test
-from driftgate.monitors.stattests.psi import psi_test
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 from scipy.spatial import distance
 
+from driftgate.monitors.stattests.binned import EPSILON, bin_counts, smooth
+from driftgate.monitors.stattests.js import js_test
+from driftgate.monitors.stattests.kl import kl_test
+from driftgate.monitors.stattests.psi import psi_test
 from tests.monitors.conftest import fit, run, window_of
 
 # Reference a:2 b:1 c:1 (0.5, 0.25, 0.25); current a:1 b:1 c:2 (0.25, 0.25, 0.5).

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from driftgate.monitors.stattests.chi2 import chi2_test
 from scipy import stats
 
+from driftgate.monitors.stattests.chi2 import chi2_test
 from tests.monitors.conftest import run
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from driftgate.monitors.stattests.ks import ks_test
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from driftgate.monitors.stattests.ks import ks_test
 from tests.monitors.conftest import fit, run, window_of
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from driftgate.monitors.stattests import STATTESTS, UnknownStatTestError, get_stattest
 
 NAMES = {"ks", "kl", "psi", "js", "wasserstein", "chi2", "missing_share", "mean_shift"}

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from driftgate.monitors.stattests.mean_shift import mean_shift_test
 from driftgate.monitors.stattests.missing_share import missing_share_test
 from driftgate.monitors.stattests.registry import InsufficientData
-
 from tests.monitors.conftest import run
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from driftgate.monitors.stattests.wasserstein import wasserstein_test
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from driftgate.monitors.stattests.wasserstein import wasserstein_test
 from tests.monitors.conftest import run
 
 
