@@ -34,6 +34,9 @@ async def readyz(svc: Service):
         "model_version": model.version if model else None,
         "paused": svc.pause.current().paused,
         "problems": problems,
+        # Still ready on the old version when the alias names one that cannot be loaded
+        # (e.g. refused by the model allow-list): say why the alias is not followed.
+        "champion_error": svc.champion.last_error,
     }
     return SafeJSONResponse(body, status_code=200 if not problems else 503)
 

@@ -97,7 +97,8 @@ def test_a_hostile_champion_is_refused_and_the_old_one_keeps_serving(
         )
         ready = service.client.get("/readyz")
         assert ready.status_code == 200 and ready.json()["model_version"] == genuine
-        reason = service.state.champion.last_error
+        reason = ready.json()["champion_error"]  # an operator sees why the alias is ignored
+        assert reason == service.state.champion.last_error
         assert f"models:/{MODEL}/{attack}: refusing to load a pickled model" in reason
         assert "python_model.pkl: a pickle stream" in reason
         metrics = service.client.get("/metrics").text
