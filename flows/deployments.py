@@ -14,11 +14,14 @@ import importlib
 import os
 from dataclasses import dataclass
 
+from driftgate.core.errors import EXIT_BACKEND, DriftgateError
 from driftgate.jobs.deploy import DeploymentPlan
 
 
-class DeployError(RuntimeError):
+class DeployError(DriftgateError, RuntimeError):
     """The Prefect server could not be reached or refused the deployments."""
+
+    exit_code = EXIT_BACKEND
 
 
 @dataclass

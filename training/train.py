@@ -18,14 +18,20 @@ import numpy as np
 import torch
 from torch import nn
 
+from driftgate.core.errors import EXIT_CHECK_FAILED, DriftgateError
 from driftgate.training.model import Standardization, TabularClassifier
 from driftgate.training.params import TrainParams
 
 log = logging.getLogger(__name__)
 
 
-class TrainingDivergedError(RuntimeError):
-    """The loss became NaN or infinite; the message says where and what to try."""
+class TrainingDivergedError(DriftgateError, RuntimeError):
+    """The loss became NaN or infinite; the message says where and what to try.
+
+    Exit code 1: the data and config were usable, the training run failed its own check.
+    """
+
+    exit_code = EXIT_CHECK_FAILED
 
 
 @dataclass(frozen=True)
