@@ -48,22 +48,27 @@ def ensure_process_pool(name: str) -> bool:
     """Create the ``process`` work pool ``name`` unless it exists; True if created."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.actions import WorkPoolCreate
-    from prefect.exceptions import ObjectNotFound
+    from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
     from prefect.workers.process import ProcessWorker
 
     with get_client(sync_client=True) as client:
         try:
             pool = client.read_work_pool(name)
         except ObjectNotFound:
-            client.create_work_pool(
-                WorkPoolCreate(
-                    name=name,
-                    type=ProcessWorker.type,
-                    base_job_template=ProcessWorker.get_default_base_job_template(),
-                    description="driftgate flows: workers run them from the installed package",
+            try:
+                client.create_work_pool(
+                    WorkPoolCreate(
+                        name=name,
+                        type=ProcessWorker.type,
+                        base_job_template=ProcessWorker.get_default_base_job_template(),
+                        description="driftgate flows: workers run them from the installed package",
+                    )
                 )
-            )
-            return True
+                return True
+            except ObjectAlreadyExists:
+                # A worker started on this pool creates it too: it won the race between
+                # our read and our create. Judge the pool it made like any other.
+                pool = client.read_work_pool(name)
         if pool.type != ProcessWorker.type:
             raise DeployError(
                 f"work pool '{name}' exists with type '{pool.type}', driftgate needs "
