@@ -192,17 +192,6 @@ def _features_frame(window: pd.DataFrame, features: list[str]) -> pd.DataFrame:
     return frame
 
 
-def _features_frame(window: pd.DataFrame, features: list[str]) -> pd.DataFrame:
-    """The profiled features; a column absent from every sample is all missing (so the
-    missing-share monitors see a sensor that went silent) rather than an error."""
-    frame = pd.DataFrame(index=window.index)
-    for name in features:
-        frame[name] = (
-            pd.to_numeric(window[name], errors="coerce") if name in window.columns else np.nan
-        )
-    return frame
-
-
 @dataclass
 class WindowSamples:
     """What :func:`read` returns: the champion, its profile and the window's samples."""
