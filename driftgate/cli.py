@@ -122,6 +122,9 @@ def demo(
     # Keep Prefect's local database beside MLflow's, unless the user chose otherwise;
     # set before Prefect is imported, which reads its settings then.
     os.environ.setdefault("PREFECT_HOME", str(config.home_dir / "prefect"))
+    # Prefect gives its temporary local server 20 s to start; a fresh SQLite database on
+    # a busy 2-core machine (an install or a test run beside it) takes longer.
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
     config.home_dir.mkdir(parents=True, exist_ok=True)
     from driftgate.flows.drift_check import drift_check_flow
     from driftgate.flows.train import train_flow
