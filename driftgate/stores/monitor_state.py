@@ -35,7 +35,9 @@ from sqlalchemy.exc import IntegrityError
 from driftgate.monitors.actions import ActionTaken
 from driftgate.monitors.rules import Firing, Monitor, MonitorResult, apply_hysteresis
 from driftgate.stores._sql import create_store_engine, create_tables, redact, write_transaction
-from driftgate.stores.samples import to_utc
+
+# One conversion of window times to stored microseconds, shared with the reviews.
+from driftgate.stores.reviews import _iso, _us
 
 MONITOR_STATE_TABLE = "driftgate_monitor_state"
 MONITOR_ACTIONS_TABLE = "driftgate_monitor_actions"
@@ -66,14 +68,6 @@ monitor_actions_table = Table(
     Column("changed", Boolean, nullable=False),
     Column("taken_at_us", BigInteger, nullable=False),
 )
-
-
-def _us(moment: datetime | str | None) -> int | None:
-    return None if moment is None else to_utc(moment).value // 1000
-
-
-def _iso(us: int | None) -> str | None:
-    return None if us is None else datetime.fromtimestamp(us / 1_000_000, UTC).isoformat()
 
 
 class MonitorStateStore:
