@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from driftgate.training.data import DataError, Splits
+from driftgate.training.features import FeatureSpec, numeric_specs
 
 RAW_FILE = "raw.parquet"
 SPLIT_FILES = {
@@ -43,6 +44,13 @@ class PreparedData:
     # train split, else the source file) and its MD5 as DVC records it in dvc.lock.
     data_path: str = ""
     data_md5: str = ""
+    # Kind and categories of each feature, in ``features`` order; empty means all numeric.
+    feature_specs: tuple[FeatureSpec, ...] = ()
+
+    @property
+    def specs(self) -> list[FeatureSpec]:
+        """One spec per feature, in order: what the model is built and scored with."""
+        return list(self.feature_specs) or numeric_specs(self.features)
 
 
 def save_prepared(raw: pd.DataFrame, splits: Splits, folder: Path) -> dict[str, Path]:
