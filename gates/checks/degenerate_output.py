@@ -1,9 +1,12 @@
 """The model does not predict one class for (almost) every held-out row.
 
-Name: ``degenerate_output``. Tasks: binary. Needs: probabilities.
+Name: ``degenerate_output``. Tasks: all. Needs: probabilities.
 
 Threshold: ``max_single_class_share``, the largest acceptable share of held-out rows
-given the most-predicted class (at the decision threshold), default 98%.
+given the most-predicted class (binary: at the decision threshold; multiclass: the most
+probable class), default 98%. A regression model is degenerate when its predictions are
+constant: their spread is at most ``min_relative_spread`` times the mean's magnitude
+(plus 1e-12).
 """
 
 from __future__ import annotations
@@ -20,16 +23,32 @@ from driftgate.gates.checks.registry import (
 )
 from driftgate.gates.result import CheckResult
 from driftgate.training.evaluate import DECISION_THRESHOLD
+from driftgate.training.features import TASKS
 
 
 class DegenerateOutputCheck(CheckSettings):
     max_single_class_share: float = Field(0.98, gt=0.0, le=1.0)
+    min_relative_spread: float = Field(
+        1e-6, ge=0.0, description="regression: std of predictions / (|mean| + 1e-12)"
+    )
+
+
+def _regression_spread(values: np.ndarray, settings: DegenerateOutputCheck) -> CheckResult:
+    spread = float(values.std()) / (abs(float(values.mean())) + 1e-12)
+    ok = spread > settings.min_relative_spread
+    return CheckResult(
+        "degenerate_output",
+        ok,
+        f"relative spread {spread:.3g}",
+        f"> {settings.min_relative_spread:g}",
+        "" if ok else f"the same value ({values.mean():.6g}) is predicted for every held-out row",
+    )
 
 
 def check_degenerate_output(
-    probabilities: np.ndarray, settings: DegenerateOutputCheck
+    probabilities: np.ndarray, settings: DegenerateOutputCheck, task: str = "binary"
 ) -> CheckResult:
-    """The model does not predict one class for (almost) every held-out row."""
+    """The model does not predict one class (or one value) for (almost) every held-out row."""
 
     def run() -> CheckResult:
         probabilities_ = np.asarray(probabilities, dtype=np.float64)
@@ -41,9 +60,15 @@ def check_degenerate_output(
                 f"<= {settings.max_single_class_share:.2%}",
                 "predictions contain NaN/Inf; see finite_outputs",
             )
-        predicted_positive = float((probabilities_ >= DECISION_THRESHOLD).mean())
-        share = max(predicted_positive, 1 - predicted_positive)
-        majority = "1" if predicted_positive >= 0.5 else "0"  # a share: the larger half
+        if task == "regression":
+            return _regression_spread(probabilities_.ravel(), settings)
+        if task == "multiclass":
+            counts = np.bincount(probabilities_.reshape(len(probabilities_), -1).argmax(axis=1))
+            share, majority = float(counts.max() / counts.sum()), str(int(counts.argmax()))
+        else:
+            predicted_positive = float((probabilities_ >= DECISION_THRESHOLD).mean())
+            share = max(predicted_positive, 1 - predicted_positive)
+            majority = "1" if predicted_positive >= 0.5 else "0"  # a share: the larger half
         ok = share <= settings.max_single_class_share
         return CheckResult(
             "degenerate_output",
@@ -57,15 +82,17 @@ def check_degenerate_output(
 
 
 def _run(inputs: GateInputs, settings: DegenerateOutputCheck) -> CheckResult:
-    return check_degenerate_output(inputs.probabilities, settings)
+    return check_degenerate_output(inputs.probabilities, settings, inputs.task)
 
 
 register(
     GateCheck(
         name="degenerate_output",
         run=_run,
+        applies_to=TASKS,
         settings=DegenerateOutputCheck,
         needs=("probabilities",),
-        summary="the most-predicted class is at most this share of held-out rows",
+        summary="the most-predicted class is at most this share of held-out rows "
+        "(regression: predictions are not constant)",
     )
 )

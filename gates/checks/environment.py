@@ -1,6 +1,6 @@
 """The versions recorded at training match this (serving) environment at ``level``.
 
-Name: ``environment``. Tasks: binary. Needs: recorded_environment, current_environment.
+Name: ``environment``. Tasks: all. Needs: recorded_environment, current_environment.
 
 Threshold: the same ``major``, ``minor`` or ``patch`` release of each package in
 ``require_same``; a version not recorded at training fails.
@@ -22,6 +22,7 @@ from driftgate.gates.checks.registry import (
     timed,
 )
 from driftgate.gates.result import CheckResult
+from driftgate.training.features import TASKS
 
 _LEVELS = {"major": 1, "minor": 2, "patch": 3}
 
@@ -71,6 +72,7 @@ register(
     GateCheck(
         name="environment",
         run=_run,
+        applies_to=TASKS,
         settings=EnvironmentCheck,
         needs=("recorded_environment", "current_environment"),
         summary="python and torch recorded at training match this environment",

@@ -1,6 +1,6 @@
 """The exported model (TorchScript trace or torch.export) matches eager outputs.
 
-Name: ``export_parity``; the result is ``export_parity_<format>``. Tasks: binary.
+Name: ``export_parity``; the result is ``export_parity_<format>``. Tasks: all.
 Needs: model, rows.
 
 Threshold: ``max_abs_diff``, the largest acceptable absolute difference between eager
@@ -24,6 +24,7 @@ from driftgate.gates.checks.registry import (
     timed,
 )
 from driftgate.gates.result import CheckResult
+from driftgate.training.features import TASKS
 
 if TYPE_CHECKING:
     from torch import nn
@@ -87,6 +88,7 @@ register(
     GateCheck(
         name="export_parity",
         run=_run,
+        applies_to=TASKS,
         settings=ExportParityCheck,
         needs=("model", "rows"),
         summary="the TorchScript or torch.export model matches eager outputs",

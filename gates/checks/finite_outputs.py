@@ -1,6 +1,9 @@
-"""No NaN, Inf or out-of-[0, 1] probability on contract-valid rows, bounds included.
+"""No NaN, Inf or out-of-range output on contract-valid rows, bounds included.
 
-Name: ``finite_outputs``. Tasks: binary. Needs: predict, rows, lower, upper.
+The range follows the task: a binary P(class 1) in [0, 1]; multiclass probabilities in
+[0, 1] that sum to 1 per row (within 1e-4); a regression value only finite.
+
+Name: ``finite_outputs``. Tasks: all. Needs: predict, rows, lower, upper.
 
 The held-out rows plus edge rows at the contract's bounds (all-low, all-high, each
 feature alone at each bound, ``edge_samples`` random corners): a model can be finite
@@ -12,7 +15,6 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
-from driftgate.gates.checks._outputs import as_probabilities
 from driftgate.gates.checks.registry import (
     CheckSettings,
     GateCheck,
@@ -22,6 +24,7 @@ from driftgate.gates.checks.registry import (
     timed,
 )
 from driftgate.gates.result import CheckResult
+from driftgate.training.features import TASKS
 
 
 class FiniteOutputsCheck(CheckSettings):
@@ -46,21 +49,46 @@ def edge_rows(lower: np.ndarray, upper: np.ndarray, samples: int, seed: int = 0)
     return np.asarray(rows, dtype=np.float32)
 
 
+# How far a row of class probabilities may sum from 1 (float32 softmax rounding).
+SUM_TOLERANCE = 1e-4
+RANGE_WORDS = {
+    "binary": "outside [0, 1]",
+    "multiclass": "outside [0, 1] or rows not summing to 1",
+    "regression": "",
+}
+
+
+def bad_outputs(output: np.ndarray, task: str) -> np.ndarray:
+    """Per row: its output is NaN/Inf or out of the task's range."""
+    if task == "multiclass":
+        rows = output.reshape(len(output), -1)
+        finite = np.isfinite(rows).all(axis=1)
+        in_range = ((rows >= 0) & (rows <= 1)).all(axis=1)
+        sums = np.abs(np.nan_to_num(rows).sum(axis=1) - 1) <= SUM_TOLERANCE
+        return ~(finite & in_range & sums)
+    bad = ~np.isfinite(output)
+    if task == "binary":
+        bad |= (output < 0) | (output > 1)
+    return bad
+
+
 def check_finite_outputs(
     predict: Predict,
     valid_rows: np.ndarray,
     lower: np.ndarray,
     upper: np.ndarray,
     settings: FiniteOutputsCheck,
+    task: str = "binary",
 ) -> CheckResult:
-    """No NaN/Inf/out-of-[0,1] probability on contract-valid rows, bounds included."""
+    """No NaN/Inf/out-of-range output on contract-valid rows, bounds included."""
 
     def run() -> CheckResult:
         rows = np.vstack(
             [valid_rows.astype(np.float32), edge_rows(lower, upper, settings.edge_samples)]
         )
         try:
-            output = as_probabilities(predict(rows))
+            output = np.asarray(predict(rows), dtype=np.float64)
+            output = output.reshape(len(output), -1) if task == "multiclass" else output.ravel()
         except Exception as exc:
             return CheckResult(
                 "finite_outputs", False, "raised", "0 bad rows", f"predict raised {exc!r}"
@@ -73,7 +101,7 @@ def check_finite_outputs(
                 f"{len(rows)} outputs",
                 "model returned a different number of outputs than rows",
             )
-        bad = ~np.isfinite(output) | (output < 0) | (output > 1)
+        bad = bad_outputs(output, task)
         n_bad = int(bad.sum())
         message = ""
         if n_bad:
@@ -83,9 +111,9 @@ def check_finite_outputs(
                 if first >= len(valid_rows)
                 else "a held-out row"
             )
+            words = " or ".join(w for w in ("NaN/Inf", RANGE_WORDS[task]) if w)
             message = (
-                f"{n_bad} of {len(rows)} outputs are NaN/Inf or outside [0, 1]; "
-                f"first: {output[first]} on {where}"
+                f"{n_bad} of {len(rows)} outputs are {words}; first: {output[first]} on {where}"
             )
         return CheckResult(
             "finite_outputs", n_bad == 0, f"{n_bad} bad of {len(rows)}", "0 bad rows", message
@@ -95,15 +123,18 @@ def check_finite_outputs(
 
 
 def _run(inputs: GateInputs, settings: FiniteOutputsCheck) -> CheckResult:
-    return check_finite_outputs(inputs.predict, inputs.rows, inputs.lower, inputs.upper, settings)
+    return check_finite_outputs(
+        inputs.predict, inputs.rows, inputs.lower, inputs.upper, settings, inputs.task
+    )
 
 
 register(
     GateCheck(
         name="finite_outputs",
         run=_run,
+        applies_to=TASKS,
         settings=FiniteOutputsCheck,
         needs=("predict", "rows", "lower", "upper"),
-        summary="no NaN/Inf/out-of-[0,1] output on held-out rows and rows at the bounds",
+        summary="no NaN/Inf/out-of-range output (per task) on held-out rows and at the bounds",
     )
 )

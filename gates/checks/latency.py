@@ -1,6 +1,6 @@
 """p50 and p95 wall time of the registered model's predict at each batch size.
 
-Name: ``latency``; one result per batch size, ``latency_batch_N``. Tasks: binary.
+Name: ``latency``; one result per batch size, ``latency_batch_N``. Tasks: all.
 Needs: predict, rows.
 
 Thresholds: ``p50_ms`` and ``p95_ms``, the largest acceptable milliseconds per call,
@@ -23,6 +23,7 @@ from driftgate.gates.checks.registry import (
     timed,
 )
 from driftgate.gates.result import CheckResult
+from driftgate.training.features import TASKS
 
 
 class LatencyCheck(CheckSettings):
@@ -77,6 +78,7 @@ register(
     GateCheck(
         name="latency",
         run=_run,
+        applies_to=TASKS,
         settings=LatencyCheck,
         needs=("predict", "rows"),
         summary="p50/p95 of predict at each batch size",

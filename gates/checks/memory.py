@@ -1,6 +1,6 @@
 """Peak memory growth of one predict call on ``batch_size`` rows.
 
-Name: ``memory``; the result is ``memory_batch_N``. Tasks: binary. Needs: predict, rows.
+Name: ``memory``; the result is ``memory_batch_N``. Tasks: all. Needs: predict, rows.
 
 Threshold: ``max_peak_mb``, the largest acceptable growth in MB (peak RSS on Linux,
 tracemalloc elsewhere, said so in the observed value).
@@ -23,6 +23,7 @@ from driftgate.gates.checks.registry import (
     timed,
 )
 from driftgate.gates.result import CheckResult
+from driftgate.training.features import TASKS
 
 
 class MemoryCheck(CheckSettings):
@@ -94,6 +95,7 @@ register(
     GateCheck(
         name="memory",
         run=_run,
+        applies_to=TASKS,
         settings=MemoryCheck,
         needs=("predict", "rows"),
         summary="peak RSS growth of one predict on N rows",

@@ -60,15 +60,18 @@ class GateInputs:
     """What the gate knows about a candidate; each check reads the fields it ``needs``.
 
     Attributes:
-        task: The model's task (``binary`` today); checks that do not apply are skipped.
+        task: The model's task (``binary``, ``multiclass``, ``regression``); checks that
+            do not apply are skipped.
         predict: The registered model's predict (what serving loads): float32 rows ->
-            probabilities.
+            the task's output (P(class 1) ``(n,)``, class probabilities ``(n, K)``, or
+            values ``(n,)``).
         model: The candidate rebuilt from its logged weights (a ``torch.nn.Module``).
         rebuild: A fresh, untrained module of the candidate's architecture.
         rows: Held-out feature rows.
         lower: Per-feature lower bounds of valid inputs (contract, else training range).
         upper: Per-feature upper bounds.
-        probabilities: The candidate's predictions on ``rows``.
+        probabilities: The candidate's outputs on ``rows`` (the task's shape).
+        n_outputs: Output columns: the number of classes for multiclass, else 1.
         n_features: Number of input features.
         signature_inputs: The logged input signature (MLflow's JSON form), or None.
         train_metrics: Metrics recorded on the training split (``roc_auc``...).
@@ -90,6 +93,7 @@ class GateInputs:
     lower: np.ndarray = NOT_GIVEN
     upper: np.ndarray = NOT_GIVEN
     probabilities: np.ndarray = NOT_GIVEN
+    n_outputs: int = 1
     n_features: int = NOT_GIVEN
     signature_inputs: list[dict] | None = NOT_GIVEN
     train_metrics: Mapping[str, float] = NOT_GIVEN
@@ -116,7 +120,7 @@ class GateCheck:
         settings: Its settings model (a :class:`CheckSettings`); None for a check that
             is always on and has nothing to configure.
         needs: The :class:`GateInputs` fields ``run`` reads.
-        applies_to: Tasks it applies to (``binary``, later ``multiclass``, ``regression``).
+        applies_to: Tasks it applies to (``binary``, ``multiclass``, ``regression``).
         group: ``data`` (before the metric gates) or ``model_checks`` (after them).
         summary: One line for the docs and the list of known checks.
     """

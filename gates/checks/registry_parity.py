@@ -1,6 +1,6 @@
 """The registered MLflow model (what serving loads) matches the logged weights.
 
-Name: ``registry_parity``. Tasks: binary. Needs: predict, model, rows (and reads
+Name: ``registry_parity``. Tasks: all. Needs: predict, model, rows (and reads
 ``export_parity``'s settings).
 
 Threshold: ``max_abs_diff``, the largest acceptable absolute difference; unset, the
@@ -25,6 +25,7 @@ from driftgate.gates.checks.registry import (
     timed,
 )
 from driftgate.gates.result import CheckResult
+from driftgate.training.features import TASKS
 
 if TYPE_CHECKING:
     from torch import nn
@@ -72,6 +73,7 @@ register(
     GateCheck(
         name="registry_parity",
         run=_run,
+        applies_to=TASKS,
         settings=RegistryParityCheck,
         needs=("predict", "model", "rows"),
         summary="the registered model (what serving loads) matches the logged weights",

@@ -1,6 +1,6 @@
 """state_dict -> bytes -> ``torch.load(weights_only=True)`` -> rebuilt model: same outputs.
 
-Name: ``reload_parity``. Tasks: binary. Needs: model, rebuild, rows.
+Name: ``reload_parity``. Tasks: all. Needs: model, rebuild, rows.
 
 Threshold: ``max_abs_diff``, the largest acceptable absolute difference between the
 outputs of the model and its reloaded copy (default 0: bit-identical).
@@ -24,6 +24,7 @@ from driftgate.gates.checks.registry import (
     timed,
 )
 from driftgate.gates.result import CheckResult
+from driftgate.training.features import TASKS
 
 if TYPE_CHECKING:
     from torch import nn
@@ -80,6 +81,7 @@ register(
     GateCheck(
         name="reload_parity",
         run=_run,
+        applies_to=TASKS,
         settings=ReloadParityCheck,
         needs=("model", "rebuild", "rows"),
         summary="the state dict reloads with weights_only=True and gives the same outputs",

@@ -1,6 +1,6 @@
 """The logged signature declares float32 ``(-1, n_features)`` and rejects a wrong width.
 
-Name: ``signature``. Tasks: binary. Needs: signature_inputs, predict, n_features.
+Name: ``signature``. Tasks: all. Needs: signature_inputs, predict, n_features.
 
 A model logged without a signature, or one whose signature is not enforced, accepts
 whatever the service is sent. Settings: only ``enabled``.
@@ -19,6 +19,7 @@ from driftgate.gates.checks.registry import (
     timed,
 )
 from driftgate.gates.result import CheckResult
+from driftgate.training.features import TASKS
 
 
 class SignatureCheck(CheckSettings):
@@ -74,6 +75,7 @@ register(
     GateCheck(
         name="signature",
         run=_run,
+        applies_to=TASKS,
         settings=SignatureCheck,
         needs=("signature_inputs", "predict", "n_features"),
         summary="the logged signature is float32 (-1, n_features) and enforced",

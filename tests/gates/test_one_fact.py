@@ -10,16 +10,33 @@ from driftgate.config.serving import ServingSettings
 from driftgate.gates.checks import get_check
 from driftgate.gates.checks.degenerate_output import DegenerateOutputCheck, check_degenerate_output
 from driftgate.gates.config import MetricGate
-from driftgate.training.evaluate import DECISION_THRESHOLD, METRIC_NAMES, classification_metrics
+from driftgate.training.evaluate import (
+    DECISION_THRESHOLD,
+    METRIC_NAMES,
+    TASK_METRICS,
+    classification_metrics,
+    task_metrics,
+)
+from driftgate.training.features import TASKS
 
 
 def test_metric_names_are_one_fact():
-    """The gate's metric keys are the names classification_metrics returns."""
+    """The gate's metric keys are the names each task's metrics function returns."""
     y, p = np.array([0, 1, 1, 0]), np.array([0.1, 0.9, 0.6, 0.4])
-    assert tuple(classification_metrics(y, p)) == METRIC_NAMES
+    assert tuple(classification_metrics(y, p)) == TASK_METRICS["binary"]
+    outputs = {
+        "binary": p,
+        "multiclass": np.array([[0.9, 0.1], [0.2, 0.8], [0.4, 0.6], [0.7, 0.3]]),
+        "regression": np.array([0.2, 0.8, 1.1, 0.1]),
+    }
+    assert set(TASK_METRICS) == set(TASKS)
+    for task in TASKS:
+        assert tuple(task_metrics(task, y, outputs[task])) == TASK_METRICS[task]
+    assert set(METRIC_NAMES) == {name for names in TASK_METRICS.values() for name in names}
     assert get_args(MetricGate.model_fields["metric"].annotation) == METRIC_NAMES
     overfitting = get_check("overfitting").settings
-    assert get_args(overfitting.model_fields["metric"].annotation) == METRIC_NAMES
+    metric = get_args(overfitting.model_fields["metric"].annotation)
+    assert get_args(metric[0]) == METRIC_NAMES and metric[1] is type(None)
 
 
 def test_decision_threshold_is_one_fact():

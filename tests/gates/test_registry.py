@@ -28,6 +28,7 @@ from driftgate.training.model import Standardization, TabularClassifier, predict
 from tests.gates.plugin import docs_example_registered
 
 BUILT_IN_MODEL_CHECKS = [
+    "output_shape",
     "finite_outputs",
     "signature",
     "degenerate_output",
@@ -58,10 +59,11 @@ def own_checks():
 
 
 def test_built_in_checks_are_registered_in_report_order():
-    assert list(CHECKS)[:12] == ["data_contract", "data_version", *BUILT_IN_MODEL_CHECKS]
-    assert configurable_checks()[:10] == BUILT_IN_MODEL_CHECKS
+    assert list(CHECKS)[:13] == ["data_contract", "data_version", *BUILT_IN_MODEL_CHECKS]
+    assert configurable_checks()[:11] == BUILT_IN_MODEL_CHECKS
     for check in CHECKS.values():
-        assert check.applies_to == ("binary",), check.name
+        # Every built-in check reads outputs through the task (shape, range, metric).
+        assert check.applies_to == ("binary", "multiclass", "regression"), check.name
         assert check.summary and check.needs, check.name
         assert (check.group == "data") == (check.settings is None), check.name
 
