@@ -282,6 +282,30 @@ def version_task(version_tags: Mapping[str, str]) -> str:
     return version_tags.get(TAG_TASK, "binary")
 
 
+def version_outputs(
+    tracking: TrackingSettings, model_name: str, version: str
+) -> tuple[str, tuple[str, ...]]:
+    """What a version predicts: its task and (multiclass) class labels, from its tags.
+
+    A version without a ``driftgate.task`` tag (logged before tasks, or not by
+    driftgate) is binary. Labels too long for one tag are read from architecture.json.
+    """
+    tags = _registry_call(
+        f"cannot read {model_name} v{version}",
+        _client(tracking).get_model_version,
+        model_name,
+        version,
+    ).tags
+    task = version_task(tags)
+    if task != "multiclass":
+        return task, ()
+    try:
+        classes = json.loads(tags.get(TAG_CLASSES, ""))
+    except ValueError:  # cut at TAG_VALUE_MAX_CHARS
+        classes = load_model_spec(tracking, model_name, version).get("classes", [])
+    return task, tuple(str(c) for c in classes)
+
+
 def load_model_spec(tracking: TrackingSettings, model_name: str, version: str) -> dict:
     """The version's ``weights/architecture.json`` (training.flavour.ModelSpec.from_dict
     reads it, old versions included): task, flavour, feature specs, classes."""

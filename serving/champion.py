@@ -27,6 +27,7 @@ import numpy as np
 from driftgate import registry
 from driftgate.config import TrackingSettings
 from driftgate.core.redaction import redact_credentials
+from driftgate.serving.outputs import expected_shape
 from driftgate.serving.validation import RecordChecker
 
 log = logging.getLogger(__name__)
@@ -42,10 +43,18 @@ class LoadedModel:
     pyfunc: Any
     checker: RecordChecker
     loaded_at: float = field(default_factory=time.time)
+    # What it predicts (its weights/architecture.json): binary | multiclass | regression,
+    # and for multiclass the class labels in output-column order.
+    task: str = "binary"
+    classes: tuple[str, ...] = ()
 
     def predict(self, matrix: np.ndarray) -> np.ndarray:
-        """P(class 1) per row of a float32 matrix in :attr:`features` order."""
-        return np.asarray(self.pyfunc.predict(matrix), dtype=np.float64).reshape(-1)
+        """The task's output per row of a float32 matrix in :attr:`features` order:
+        ``(n,)`` (P(class 1) or the value) or ``(n, classes)`` for multiclass."""
+        outputs = np.asarray(self.pyfunc.predict(matrix), dtype=np.float64)
+        if self.task == "multiclass":
+            return outputs.reshape(len(matrix), -1) if outputs.size else outputs
+        return outputs.reshape(-1)
 
 
 def load_version(
@@ -56,12 +65,18 @@ def load_version(
 ) -> LoadedModel:
     """Load ``version`` through the registry adapter and score one row to warm it up."""
     features = registry.version_features(tracking, model_name, version)
+    task, classes = registry.version_outputs(tracking, model_name, version)
     pyfunc = registry.load_pyfunc(tracking, f"models:/{model_name}/{version}")
-    model = LoadedModel(model_name, str(version), tuple(features), pyfunc, make_checker(features))
+    model = LoadedModel(
+        model_name, str(version), tuple(features), pyfunc, make_checker(features),
+        task=task, classes=classes,
+    )  # fmt: skip
     warm = model.predict(np.zeros((1, len(features)), dtype=np.float32))
-    if warm.shape != (1,):
+    expected = expected_shape(task, 1, len(classes))
+    if warm.shape != expected:
         raise registry.RegistryError(
-            f"{model_name} v{version} returned shape {warm.shape} for one row; expected (1,)"
+            f"{model_name} v{version} ({task}) returned shape {warm.shape} for one row; "
+            f"expected {expected}"
         )
     return model
 

@@ -51,11 +51,19 @@ class PredictRequest(BaseModel):
 
 
 class PredictResponse(BaseModel):
+    """The answer; its output fields follow the model's task (serving/outputs.py):
+    binary ``probabilities`` + ``classes`` (0/1); multiclass ``probabilities`` (label ->
+    probability per record) + ``classes`` (labels) + ``labels``; regression ``predictions``."""
+
     request_id: str
     model_name: str
     model_version: str
-    probabilities: list[float]
-    classes: list[int]
+    task: str | None = Field(None, description="present unless binary")
+    probabilities: list[float] | list[dict[str, float]] | None = None
+    classes: list[int] | list[str] | None = None
+    labels: list[str] | None = None
+    predictions: list[float] | None = None
+    sample_stored: bool
 
 
 def _not_blank(value: str) -> str:

@@ -71,7 +71,7 @@ META_COLUMNS = (
     "request_id",
     "record_index",
 )
-OUTPUT_COLUMNS = ("prediction", "predicted_class")
+OUTPUT_COLUMNS = ("prediction", "predicted_class", "predicted_label")
 SAMPLES_TABLE = "driftgate_samples"
 # Windows come back with pandas datetime64[ns] columns, which span 1677-09-21 to
 # 2262-04-11: the store keeps event times inside this (half-open) range.
@@ -91,8 +91,12 @@ samples_table = Table(
     Column("request_id", String(128), nullable=False),
     Column("record_index", Integer, nullable=False),
     Column("features", Text, nullable=False),  # JSON object: field -> value
-    Column("prediction", Float, nullable=False),  # P(class 1)
+    # binary: P(class 1); multiclass: the top class's probability; regression: the value.
+    Column("prediction", Float, nullable=False),
+    # binary: 0/1; multiclass: the class index; regression: -1 (no class).
     Column("predicted_class", Integer, nullable=False),
+    # multiclass: the predicted class's label; NULL otherwise and in stores made before it.
+    Column("predicted_label", String(256), nullable=True),
     Index(f"ix_{SAMPLES_TABLE}_ts", "ts_us"),
     Index(f"ix_{SAMPLES_TABLE}_request", "request_id"),
 )
@@ -118,9 +122,12 @@ class Sample:
         model_name: Registered model name.
         model_version: The version that scored it.
         features: The record as received (field -> number).
-        prediction: P(class 1).
-        predicted_class: 0 or 1.
+        prediction: binary: P(class 1); multiclass: the top class's probability;
+            regression: the predicted value.
+        predicted_class: binary: 0 or 1; multiclass: the class's index into the
+            version's classes; regression: -1.
         received_at: When the service received it (default: ``timestamp``).
+        predicted_label: multiclass: the predicted class's label; None otherwise.
     """
 
     timestamp: datetime
@@ -132,6 +139,7 @@ class Sample:
     prediction: float
     predicted_class: int
     received_at: datetime | None = field(default=None)
+    predicted_label: str | None = field(default=None)
 
 
 class DuplicateRequestIds(StoreError):
@@ -186,6 +194,31 @@ def _empty_window() -> pd.DataFrame:
     return frame
 
 
+# Columns added after the table's first release: nullable, added to an older store when
+# it is opened (the rows it already holds read back as NULL).
+_ADDED_COLUMNS = {"predicted_label": "VARCHAR(256)"}
+
+
+def _add_missing_columns(engine, url: str) -> None:
+    from sqlalchemy import inspect
+
+    present = {c["name"] for c in inspect(engine).get_columns(SAMPLES_TABLE)}
+    for name, sql_type in _ADDED_COLUMNS.items():
+        if name in present:
+            continue
+        try:
+            with engine.begin() as connection:
+                connection.execute(
+                    text(f"ALTER TABLE {SAMPLES_TABLE} ADD COLUMN {name} {sql_type}")
+                )
+        except Exception as exc:  # another opener may have added it first
+            now = {c["name"] for c in inspect(engine).get_columns(SAMPLES_TABLE)}
+            if name not in now:
+                raise StoreError(
+                    f"cannot add column {name} to sample store {redact(url)}: {exc}"
+                ) from exc
+
+
 class SqlSampleStore:
     """Samples in SQLite (default) or PostgreSQL, through SQLAlchemy Core.
 
@@ -199,6 +232,7 @@ class SqlSampleStore:
         self.url = url
         self.engine = create_store_engine(url, sqlite_synchronous=sqlite_synchronous)
         create_tables(self.engine, _metadata, url, "sample")
+        _add_missing_columns(self.engine, url)
         self.store_id = ensure_store_id(self.engine, url, "sample")
         path = sqlite_path(self.engine)
         self.file = FileIdentity.of(path) if path is not None else None
@@ -232,6 +266,7 @@ class SqlSampleStore:
                 ),
                 "prediction": float(s.prediction),
                 "predicted_class": int(s.predicted_class),
+                "predicted_label": s.predicted_label,
             }
             for s in samples
         ]
@@ -275,7 +310,7 @@ class SqlSampleStore:
 
         Columns: timestamp, received_at (UTC), model_name, model_version, request_id,
         record_index, one column per feature (union over the window, in order of first
-        appearance), prediction (P(class 1)), predicted_class.
+        appearance), prediction, predicted_class, predicted_label (see :class:`Sample`).
         """
         query = (
             select(samples_table)
@@ -305,6 +340,7 @@ class SqlSampleStore:
             {
                 "prediction": [row["prediction"] for row in rows],
                 "predicted_class": [row["predicted_class"] for row in rows],
+                "predicted_label": [row["predicted_label"] for row in rows],
             }
         )
         clashing = [c for c in features.columns if c in META_COLUMNS + OUTPUT_COLUMNS]

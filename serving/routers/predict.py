@@ -15,6 +15,7 @@ from driftgate.serving.champion import LoadedModel
 from driftgate.serving.dependencies import Service
 from driftgate.serving.errors import describe_error, new_error_id
 from driftgate.serving.jsonbody import TooManyRecords, UnicodeJSONRoute, read_body
+from driftgate.serving.outputs import Scored, score, usable
 from driftgate.serving.responses import (
     MAX_ERRORS,
     REQUEST_ID_HEADER,
@@ -97,18 +98,18 @@ async def predict(request: Request, svc: Service):
         [[record[f] for f in model.features] for record in body.records], dtype=np.float32
     )
     if large:
-        probabilities = await run_in_threadpool(model.predict, matrix)
+        outputs = await run_in_threadpool(model.predict, matrix)
     else:
-        probabilities = model.predict(matrix)
-    if probabilities.shape != (len(body.records),) or not np.isfinite(probabilities).all():
+        outputs = model.predict(matrix)
+    if not usable(outputs, model.task, len(body.records), len(model.classes)):
         log.error("model v%s returned unusable output for request %s", model.version, request_id)
         return error_response(
             500, "the model returned a non-finite or misshapen output", request_id
         )
-    classes = (probabilities >= settings.decision_threshold).astype(int)
+    scored = score(outputs, model.task, model.classes, settings.decision_threshold)
 
     received = datetime.now(UTC)
-    samples = _samples(model, body, request_id, received, probabilities, classes)
+    samples = _samples(model, body, request_id, received, scored)
     failure = await _store(svc, samples, request_id)
     if isinstance(failure, Response):
         return failure
@@ -133,8 +134,8 @@ async def predict(request: Request, svc: Service):
             "request_id": request_id,
             "model_name": model.name,
             "model_version": model.version,
-            "probabilities": probabilities.tolist(),
-            "classes": classes.tolist(),
+            **({"task": model.task} if model.task != "binary" else {}),
+            **scored.fields,
             "sample_stored": stored,
         },
         headers={REQUEST_ID_HEADER: request_id, SAMPLE_STORED_HEADER: str(stored).lower()},
@@ -225,8 +226,7 @@ def _samples(
     body: PredictRequest,
     request_id: str,
     received: datetime,
-    probabilities: np.ndarray,
-    classes: np.ndarray,
+    scored: Scored,
 ) -> list[Sample]:
     timestamp = body.timestamp or received
     return [
@@ -238,8 +238,9 @@ def _samples(
             model_name=model.name,
             model_version=model.version,
             features=record,
-            prediction=float(probabilities[i]),
-            predicted_class=int(classes[i]),
+            prediction=float(scored.prediction[i]),
+            predicted_class=int(scored.predicted_class[i]),
+            predicted_label=scored.predicted_label[i],
         )
         for i, record in enumerate(body.records)
     ]

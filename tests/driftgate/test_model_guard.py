@@ -90,7 +90,7 @@ def test_the_genuine_model_passes_and_loads(store):
     model = registry.load_pyfunc(store["config"].tracking, genuine.model_uri)
     assert model.predict(torch.zeros((2, 8)).numpy()).shape == (2,)
     architecture, state = registry.load_weights(store["config"].tracking, genuine.run_id)
-    assert architecture["n_features"] == 8 and state
+    assert architecture["builtin"]["n_features"] == 8 and state
 
 
 # -- (a) the reported attack ---------------------------------------------------------------

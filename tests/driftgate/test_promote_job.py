@@ -213,7 +213,7 @@ def test_cli_exit_codes_and_readable_report(store, tmp_path):
     assert f"{bad_gates}: promotion.treshold: unknown key" in usage.stderr
     assert (
         f"{bad_gates}: model_checks.latncy: unknown gate check 'latncy'; "
-        "known checks: finite_outputs, signature, degenerate_output, latency"
+        "known checks: output_shape, finite_outputs, signature, degenerate_output, latency"
     ) in usage.stderr
 
 

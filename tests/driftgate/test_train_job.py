@@ -1,6 +1,7 @@
 """The training job against a real MLflow SQLite store (shared for the session)."""
 
 import json
+from pathlib import Path
 
 import mlflow
 import numpy as np
@@ -11,6 +12,7 @@ from mlflow import MlflowClient
 from driftgate import registry
 from driftgate.training.data import DataError, feature_matrix
 from driftgate.training.evaluate import classification_metrics
+from driftgate.training.flavour import BuiltinFlavour
 from driftgate.training.model import TabularClassifier, predict_proba
 
 
@@ -101,12 +103,16 @@ def test_state_dict_artifact_reloads_with_weights_only(trained_model, tmp_path):
         tracking_uri=trained_model.config.tracking.uri,
     )
     architecture = json.loads((tmp_path / "weights" / "architecture.json").read_text())
-    rebuilt = TabularClassifier(**architecture)
-    rebuilt.load_state_dict(torch.load(f"{folder}/state_dict.pt", weights_only=True))
+    assert architecture["flavour"] == "builtin" and architecture["task"] == "binary"
+    rebuilt, spec = BuiltinFlavour().load(Path(folder))
+    assert isinstance(rebuilt, TabularClassifier) and spec.feature_names == trained_model.data.features
+    manual = TabularClassifier(**architecture["builtin"])
+    manual.load_state_dict(torch.load(f"{folder}/state_dict.pt", weights_only=True))
     features = feature_matrix(trained_model.data.splits.test, trained_model.data.features)
     np.testing.assert_array_equal(
         predict_proba(rebuilt, features), predict_proba(trained_model.result.model, features)
     )
+    np.testing.assert_array_equal(predict_proba(manual, features), predict_proba(rebuilt, features))
 
 
 def test_nan_in_training_data_is_refused_naming_the_column(trained_model):
