@@ -28,19 +28,30 @@ from driftgate.training.prepared import SPLIT_FILES, PreparedData, file_md5, loa
 log = logging.getLogger(__name__)
 
 
-def load_source(settings: DataSettings) -> pd.DataFrame:
-    """The configured source (``data.source``) as a dated frame with a 0/1 target."""
+def load_source(settings: DataSettings, task: str = "binary") -> pd.DataFrame:
+    """The configured source (``data.source``) as a dated frame with a target fit for
+    ``task`` (model.task): 0/1 for binary, any labels for multiclass, numbers for
+    regression."""
     frame = load_dataset(settings.source, start_date=settings.start_date)
-    _check_target(frame, settings.target, settings.source)
+    _check_target(frame, settings.target, settings.source, task)
     return frame
 
 
-def _check_target(frame: pd.DataFrame, target: str, where: str) -> None:
+def _check_target(frame: pd.DataFrame, target: str, where: str, task: str = "binary") -> None:
     if target not in frame.columns:
         raise DataError(f"{where}: target column '{target}' not found")
     labels = frame[target]
-    if labels.isna().any() or not set(labels.unique()) <= {0, 1}:
-        raise DataError(f"{where}: target column '{target}' must be 0/1")
+    if labels.isna().any():
+        raise DataError(f"{where}: target column '{target}' has missing values")
+    if task == "binary" and not set(labels.unique()) <= {0, 1}:
+        raise DataError(
+            f"{where}: target column '{target}' must be 0/1 for model.task binary "
+            "(multiclass takes labels, regression numbers)"
+        )
+    if task == "regression" and not pd.api.types.is_numeric_dtype(labels):
+        raise DataError(
+            f"{where}: target column '{target}' must be numeric for model.task regression"
+        )
 
 
 def prepare_data(
@@ -61,11 +72,14 @@ def prepare_data(
         folder = config.resolve(settings.prepared)
         splits = load_splits(folder)
         where = str(folder)
-        _check_target(pd.concat([splits.reference, splits.production]), settings.target, where)
+        _check_target(
+            pd.concat([splits.reference, splits.production]), settings.target, where,
+            config.model.task,
+        )  # fmt: skip
         data_file = folder / SPLIT_FILES["train"]
         columns = splits.train
     else:
-        frame = load_source(settings)
+        frame = load_source(settings, config.model.task)
         where = settings.source
         splits = split_periods(
             frame, settings.reference_rows, settings.validation_share, settings.test_share
