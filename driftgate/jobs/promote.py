@@ -130,6 +130,9 @@ def evaluate_gates(
     data = prepare_data(config, enforce_contract=False)
     held_out = getattr(data.splits, SPLITS[gates.promotion.split])
     set_plugin_root(config.root)
+    # The model first: the allow-list refuses a hostile version before anything else of
+    # it is read.
+    pyfunc = registry.load_pyfunc(tracking, f"models:/{name}/{candidate}")
     architecture, state = registry.load_weights(tracking, info.run_id)
     spec = ModelSpec.from_dict(architecture, data.features)
     if spec.task != config.model.task:
@@ -139,8 +142,6 @@ def evaluate_gates(
         )  # fmt: skip
     check_gates_for_task(gates, spec.task)
     flavour = flavour_of(spec)
-
-    pyfunc = registry.load_pyfunc(tracking, f"models:/{name}/{candidate}")
     candidate_outputs, candidate_metrics = _metrics_on(pyfunc.predict, held_out, data, spec)
     champion_metrics = None
     if champion_for_comparison is not None:

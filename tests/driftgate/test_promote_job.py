@@ -248,6 +248,7 @@ def test_checks_run_in_the_documented_order_with_their_bars(store):
         ("promotion", "test_accuracy", ">= 0.6000"),
         ("promotion", "test_log_loss", "<= 0.7000"),
         ("promotion", "test_log_loss_vs_champion_rel", ">= +0.00%"),
+        ("model_checks", "output_shape", "(8,)"),
         ("model_checks", "finite_outputs", "0 bad rows"),
         ("model_checks", "signature", f"float32 (-1, {n_features})"),
         ("model_checks", "degenerate_output", "<= 98.00%"),
