@@ -103,6 +103,10 @@ def evaluate(
     files = write_evaluation(evaluation, metrics_file, plots_dir)
     typer.echo(f"Evaluated {model_uri}")
     for prefix, values in evaluation.metrics.items():
+        if "roc_auc" not in values:  # multiclass / regression: the task's metrics
+            shown = "  ".join(f"{k} {v:.4f}" for k, v in values.items() if k != "rows")
+            typer.echo(f"  {prefix:<5}{shown}")
+            continue
         typer.echo(
             f"  {prefix:<5}accuracy {values['accuracy']:.4f}  ROC AUC {values['roc_auc']:.4f}  "
             f"log loss {values['log_loss']:.4f}  Brier {values['brier']:.4f}  "

@@ -26,7 +26,8 @@ from driftgate.training.curves import (
     roc_points,
 )
 from driftgate.training.data import feature_matrix
-from driftgate.training.evaluate import classification_metrics
+from driftgate.training.evaluate import classification_metrics, task_metrics
+from driftgate.training.inputs import encode_target, learn_classes, model_inputs
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,8 @@ def evaluate_candidate(
     # The contract was checked when the data was prepared and again when training read it.
     data = prepare_data(config, validate_contract=False)
     model = registry.load_pyfunc(config.tracking, model_uri)
+    if config.model.task != "binary":
+        return _evaluate_other_task(config, data, model, model_uri, curve_split)
     metrics, curves = {}, {}
     for prefix, split in HELD_OUT.items():
         frame = getattr(data.splits, split)
@@ -69,6 +72,21 @@ def evaluate_candidate(
     roc, calibration = curves[curve_split]
     log.info("evaluated %s: %s", model_uri, metrics)
     return Evaluation(model_uri, curve_split, metrics, roc, calibration)
+
+
+def _evaluate_other_task(config, data, model, model_uri: str, curve_split: str) -> Evaluation:
+    """Multiclass and regression (model.task): the task's metrics; ROC and calibration
+    describe P(class 1) of a binary model only, so their tables are empty."""
+    task, specs = config.model.task, data.specs
+    classes = learn_classes(data.splits.train[data.target]) if task == "multiclass" else ()
+    metrics = {}
+    for prefix, split in HELD_OUT.items():
+        frame = getattr(data.splits, split)
+        outputs = np.asarray(model.predict(model_inputs(frame, specs)), dtype=np.float64)
+        target = encode_target(task, frame[data.target], classes, split)
+        metrics[prefix] = {**task_metrics(task, target, outputs), "rows": len(frame)}
+    log.info("evaluated %s: %s", model_uri, metrics)
+    return Evaluation(model_uri, curve_split, metrics, pd.DataFrame(), pd.DataFrame())
 
 
 def write_evaluation(

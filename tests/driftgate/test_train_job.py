@@ -105,7 +105,8 @@ def test_state_dict_artifact_reloads_with_weights_only(trained_model, tmp_path):
     architecture = json.loads((tmp_path / "weights" / "architecture.json").read_text())
     assert architecture["flavour"] == "builtin" and architecture["task"] == "binary"
     rebuilt, spec = BuiltinFlavour().load(Path(folder))
-    assert isinstance(rebuilt, TabularClassifier) and spec.feature_names == trained_model.data.features
+    assert isinstance(rebuilt, TabularClassifier)
+    assert spec.feature_names == trained_model.data.features
     manual = TabularClassifier(**architecture["builtin"])
     manual.load_state_dict(torch.load(f"{folder}/state_dict.pt", weights_only=True))
     features = feature_matrix(trained_model.data.splits.test, trained_model.data.features)

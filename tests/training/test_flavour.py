@@ -208,6 +208,6 @@ def test_the_users_own_training_loop_gets_the_module_and_the_data(tmp_path):
     assert trained.core.seen == ((200, 3), "binary", PARAMS.seed)
     assert FactoryFlavour().predict(trained, x).shape == (200,)
     bad = resolve_callable("plug_fit:fit", "model.train", tmp_path)
-    with pytest.raises(ConfigError, match="model.train 'plug_fit:fit' returned int"):
+    with pytest.raises(ConfigError, match=r"model\.train 'plug_fit:fit' returned int"):
         run_user_training(lambda *a: 3, model, TrainingData(x, y, x, y, spec), PARAMS)
     assert bad is fit_fn
