@@ -39,6 +39,12 @@ def training_summary_lines(summary: dict) -> list[str]:
     metrics = summary["metrics"]
     lines = ["", f"Registered {summary['model_uri']} (run {summary['run_id']})"]
     for split, label in (("val", "validation:"), ("test", "test:")):
+        if f"{split}_roc_auc" not in metrics:  # multiclass / regression: the task's metrics
+            prefix = f"{split}_"
+            shown = [f"{k.removeprefix(prefix)} {v:.4f}" for k, v in metrics.items()
+                     if k.startswith(prefix)]  # fmt: skip
+            lines.append(f"  {label:<12}" + "  ".join(shown))
+            continue
         accuracy, auc, loss = (metrics[f"{split}_{m}"] for m in ("accuracy", "roc_auc", "log_loss"))
         lines.append(
             f"  {label:<12}accuracy {accuracy:.4f}  ROC AUC {auc:.4f}  log loss {loss:.4f}"
