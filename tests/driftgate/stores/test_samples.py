@@ -34,7 +34,7 @@ def test_round_trip_columns_order_and_values(store_url):
     window = store.read_window(T0, T0 + timedelta(hours=1))
     assert list(window.columns) == [
         "timestamp", "received_at", "model_name", "model_version", "request_id",
-        "record_index", "a", "b", "prediction", "predicted_class",
+        "record_index", "a", "b", "prediction", "predicted_class", "predicted_label",
     ]  # fmt: skip
     assert list(window.request_id) == ["r0", "r1", "r2"]  # time order, not insert order
     assert window.timestamp.iloc[0] == pd.Timestamp(T0)
@@ -42,6 +42,25 @@ def test_round_trip_columns_order_and_values(store_url):
     assert window.loc[0, "a"] == 0.5 and window.loc[0, "b"] == 2
     assert window.prediction.tolist() == [0.25] * 3
     assert store.count() == 3
+
+
+def test_a_store_made_before_predicted_label_opens_and_gains_the_column(store_url):
+    """Multiclass labels are a nullable column added on open: older rows read NULL."""
+    from dataclasses import replace
+
+    from sqlalchemy import text
+
+    store = SqlSampleStore(store_url)
+    store.append([sample(0, "old")])
+    with store.engine.begin() as connection:  # the table as it was before the column
+        connection.execute(text("ALTER TABLE driftgate_samples DROP COLUMN predicted_label"))
+    store.close()
+    reopened = SqlSampleStore(store_url)
+    reopened.append([replace(sample(1, "new"), predicted_class=2, predicted_label="barolo")])
+    window = reopened.read_window(T0, T0 + timedelta(hours=1))
+    assert window.predicted_label.tolist() == [None, "barolo"]
+    assert window.predicted_class.tolist() == [0, 2]
+    SqlSampleStore(store_url).close()  # opening again adds nothing twice
 
 
 def test_windows_are_half_open_and_naive_means_utc(store_url):
