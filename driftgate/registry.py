@@ -282,6 +282,15 @@ def version_task(version_tags: Mapping[str, str]) -> str:
     return version_tags.get(TAG_TASK, "binary")
 
 
+def _model_version(tracking: TrackingSettings, model_name: str, version: str):
+    return _registry_call(
+        f"cannot read {model_name} v{version}",
+        _client(tracking).get_model_version,
+        model_name,
+        version,
+    )
+
+
 def version_outputs(
     tracking: TrackingSettings, model_name: str, version: str
 ) -> tuple[str, tuple[str, ...]]:
@@ -290,12 +299,7 @@ def version_outputs(
     A version without a ``driftgate.task`` tag (logged before tasks, or not by
     driftgate) is binary. Labels too long for one tag are read from architecture.json.
     """
-    tags = _registry_call(
-        f"cannot read {model_name} v{version}",
-        _client(tracking).get_model_version,
-        model_name,
-        version,
-    ).tags
+    tags = _model_version(tracking, model_name, version).tags
     task = version_task(tags)
     if task != "multiclass":
         return task, ()
@@ -311,12 +315,7 @@ def load_model_spec(tracking: TrackingSettings, model_name: str, version: str) -
     reads it, old versions included): task, flavour, feature specs, classes."""
     import mlflow
 
-    run_id = _registry_call(
-        f"cannot read {model_name} v{version}",
-        _client(tracking).get_model_version,
-        model_name,
-        version,
-    ).run_id
+    run_id = _model_version(tracking, model_name, version).run_id
     with tempfile.TemporaryDirectory() as scratch:
         path = _registry_call(
             f"cannot download the architecture of {model_name} v{version}",
@@ -844,12 +843,7 @@ def download_reference_profile(
     """Download the version's reference profile folder (for drift checks) into ``destination``."""
     import mlflow
 
-    run_id = _registry_call(
-        f"cannot read {model_name} v{version}",
-        _client(tracking).get_model_version,
-        model_name,
-        version,
-    ).run_id
+    run_id = _model_version(tracking, model_name, version).run_id
     folder = _registry_call(
         f"cannot download the reference profile of {model_name} v{version}",
         mlflow.artifacts.download_artifacts,

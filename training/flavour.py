@@ -37,7 +37,7 @@ from torch import nn
 from driftgate.core.errors import EXIT_CHECK_FAILED, DriftgateError
 from driftgate.core.yamlconfig import ConfigError
 from driftgate.training.features import FeatureSpec, numeric_specs
-from driftgate.training.model import Standardization, TabularClassifier
+from driftgate.training.model import Standardization, TabularClassifier, predict_proba
 from driftgate.training.params import TrainParams
 
 ARCHITECTURE_FILE = "architecture.json"
@@ -196,14 +196,8 @@ class _TorchFlavour:
                 f"is how driftgate logs and serves models: {type(exc).__name__}: {exc}"
             ) from exc
 
-    def predict(self, model: nn.Module, matrix: np.ndarray, batch_size: int = 8192) -> np.ndarray:
-        model.eval()
-        outputs = []
-        with torch.no_grad():
-            for start in range(0, len(matrix), batch_size):
-                batch = torch.as_tensor(matrix[start : start + batch_size], dtype=torch.float32)
-                outputs.append(model(batch).numpy())
-        return np.concatenate(outputs) if outputs else np.empty(0, dtype=np.float32)
+    def predict(self, model: nn.Module, matrix: np.ndarray) -> np.ndarray:
+        return predict_proba(model, matrix)
 
 
 class BuiltinFlavour(_TorchFlavour):

@@ -95,6 +95,17 @@ def run_example(name: str, folder: Path) -> ExampleRun:
     )
 
 
+def stored_samples(config) -> pd.DataFrame:
+    """Every sample the example's service stored."""
+    from driftgate.stores.samples import SqlSampleStore
+
+    store = SqlSampleStore(config.serving.sample_store(config.home_dir))
+    try:
+        return store.read_window("2000-01-01", "2100-01-01")
+    finally:
+        store.close()
+
+
 @pytest.fixture(scope="module")
 def example_folder(tmp_path_factory):
     return lambda name: tmp_path_factory.mktemp(f"example-{name}")

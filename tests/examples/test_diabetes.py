@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from driftgate import registry
-from tests.examples.conftest import run_example
+from tests.examples.conftest import run_example, stored_samples
 
 
 @pytest.fixture(scope="module")
@@ -39,13 +39,7 @@ def test_the_service_answers_values_in_the_targets_units(diabetes):
 
 
 def test_the_samples_hold_the_predicted_value(diabetes):
-    from driftgate.stores.samples import SqlSampleStore
-
-    store = SqlSampleStore(diabetes.config.serving.sample_store(diabetes.config.home_dir))
-    try:
-        window = store.read_window("2000-01-01", "2100-01-01")
-    finally:
-        store.close()
+    window = stored_samples(diabetes.config)
     np.testing.assert_allclose(
         window["prediction"], [r["predictions"][0] for r in diabetes.responses], rtol=1e-6
     )

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from driftgate import registry
-from tests.examples.conftest import run_example
+from tests.examples.conftest import run_example, stored_samples
 
 CLASSES = ["barbera", "barolo", "grignolino"]
 
@@ -47,13 +47,7 @@ def test_the_service_answers_one_probability_per_cultivar(wine):
 
 
 def test_the_samples_hold_the_top_probability_and_the_label(wine):
-    from driftgate.stores.samples import SqlSampleStore
-
-    store = SqlSampleStore(wine.config.serving.sample_store(wine.config.home_dir))
-    try:
-        window = store.read_window("2000-01-01", "2100-01-01")
-    finally:
-        store.close()
+    window = stored_samples(wine.config)
     assert len(window) == len(wine.production)
     answers = [r["probabilities"][0] for r in wine.responses]
     np.testing.assert_allclose(window["prediction"], [max(a.values()) for a in answers], atol=1e-6)
