@@ -111,28 +111,20 @@ def evaluate_gates(
     if champion_for_comparison is not None:
         champion_model = registry.load_pyfunc(tracking, f"models:/{name}/{champion_for_comparison}")
         _, champion_metrics = _metrics_on(champion_model.predict, held_out, data)
-    architecture, state = registry.load_weights(tracking, info.run_id)
     lower, upper = _bounds(data)
     inputs = GateInputs(
         task=TASK,
         predict=pyfunc.predict,
-        model=_rebuild(architecture, state),
-        rebuild=lambda: TabularClassifier(**architecture),
+        **_trained_inputs(tracking, info, data),
         rows=feature_matrix(held_out, data.features),
         lower=lower,
         upper=upper,
         probabilities=candidate_probabilities,
         n_features=len(data.features),
         signature_inputs=info.signature_inputs,
-        train_metrics=_split_metrics(info.run_metrics, "train"),
-        val_metrics=_split_metrics(info.run_metrics, "val"),
         recorded_environment=info.environment,
         current_environment=describe_environment(config.root),
         contract_result=data.contract_result,
-        # The candidate must have been trained on the data version evaluated here,
-        # otherwise "held-out" rows may be rows it was trained on.
-        recorded_data_digest=info.version_tags.get(registry.TAG_DATA_DIGEST, "unknown"),
-        data_digest=data.digest,
         settings=gates.model_checks.settings(),
     )
 
@@ -145,13 +137,38 @@ def evaluate_gates(
     return result
 
 
+def _trained_inputs(tracking, info: registry.VersionInfo, data: PreparedData) -> dict:
+    """What only a version driftgate trained has: its module rebuilt from the state dict,
+    its train/validation metrics and training-data digest. An adopted version (trained
+    elsewhere, ``driftgate adopt``) has none of them: the checks that need them are
+    reported as not applicable."""
+    if registry.is_adopted(info.version_tags):
+        from driftgate.jobs.adopt import NOT_APPLICABLE_INPUTS
+
+        return dict(NOT_APPLICABLE_INPUTS)
+    architecture, state = registry.load_weights(tracking, info.run_id)
+    return {
+        "model": _rebuild(architecture, state),
+        "rebuild": lambda: TabularClassifier(**architecture),
+        "train_metrics": _split_metrics(info.run_metrics, "train"),
+        "val_metrics": _split_metrics(info.run_metrics, "val"),
+        # The candidate must have been trained on the data version evaluated here,
+        # otherwise "held-out" rows may be rows it was trained on.
+        "recorded_data_digest": info.version_tags.get(registry.TAG_DATA_DIGEST, "unknown"),
+        "data_digest": data.digest,
+    }
+
+
 def _split_metrics(run_metrics: dict[str, float], split: str) -> dict[str, float]:
     prefix = f"{split}_"
     return {k.removeprefix(prefix): v for k, v in run_metrics.items() if k.startswith(prefix)}
 
 
 def check_tag(check: CheckResult) -> str:
-    """``PASS: 0.8701 (>= 0.8000)``: the verdict, what was observed, and the bar."""
+    """``PASS: 0.8701 (>= 0.8000)``: the verdict, what was observed, and the bar;
+    ``NOT_APPLICABLE: why`` for a check that does not apply to the candidate."""
+    if check.not_applicable:
+        return f"{check.status}: {check.message}"
     bar = f" ({check.threshold})" if check.threshold not in ("", "-") else ""
     return f"{check.status}: {check.observed}{bar}"
 
@@ -163,6 +180,7 @@ def gate_tags(result: GateResult, evaluated_at: str, report_uri: str) -> dict[st
         registry.TAG_GATE_EVALUATED_AT: evaluated_at,
         registry.TAG_GATE_CHAMPION: result.champion or registry.NO_VERSION,
         registry.TAG_GATE_FAILED_CHECKS: ",".join(c.name for c in result.failures) or "-",
+        registry.TAG_GATE_NOT_APPLICABLE: ",".join(c.name for c in result.not_applicable) or "-",
         registry.TAG_GATE_REPORT: report_uri,
     }
     for check in result.checks:
@@ -180,10 +198,14 @@ def gate_verdict(result: GateResult, evaluated_at: str, report_uri: str) -> str:
         metrics = ", ".join(
             f"{c.name} {c.observed}" for c in result.checks if c.group == "promotion"
         )
-        text = (
-            f"passed {evaluated_at}: all {len(result.checks)} checks pass "
-            f"(champion at evaluation: {champion}). {metrics}."
-        )
+        counted = f"all {len(result.checks)} checks pass"
+        if result.not_applicable:
+            names = ", ".join(c.name for c in result.not_applicable)
+            counted = (
+                f"all {len(result.checks) - len(result.not_applicable)} applicable checks "
+                f"pass, {len(result.not_applicable)} not applicable ({names})"
+            )
+        text = f"passed {evaluated_at}: {counted} (champion at evaluation: {champion}). {metrics}."
     else:
         failed = "; ".join(
             f"`{c.name}` {c.observed} ({c.message or c.threshold})" for c in result.failures
