@@ -163,8 +163,8 @@ def test_the_champion_is_served_and_the_injected_drift_opens_a_review(loop):
     assert verdict.rows == 169 and verdict.model_version == "1"
     assert verdict.breached == ["mean-shift-kl"]
     [result] = verdict.results
-    assert {"mean_texture", "worst_texture"} <= set(result.breached_features)
-    assert len(result.breached_features) <= 4  # the injected shift, not noise everywhere
+    # the injected shift (KL 2.3-2.4 here), not noise (the others' largest: 0.11)
+    assert set(result.breached_features) == {"mean_texture", "worst_texture"}
     store = review_store(config)
     try:
         reviews = store.list()
