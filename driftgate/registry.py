@@ -876,37 +876,61 @@ def existing_version(tracking: TrackingSettings, model_name: str, version: str) 
 def register_run_model(tracking: TrackingSettings, model_uri: str, model_name: str) -> str:
     """The version of ``model_name`` registered from ``runs:/RUN_ID/PATH``.
 
-    A version already registered from that run is reused (adopting the same run twice
-    registers it once); otherwise the run's model is registered as a new version.
-    UnknownModelError when the run does not exist.
+    A version already registered from that run's model is reused (adopting the same
+    run twice registers it once); otherwise the run's model is registered as a new
+    version. UnknownModelError when the run does not exist or logged no model there.
     """
-    import mlflow
     from mlflow.exceptions import MlflowException
 
-    run_id = model_uri.removeprefix("runs:/").split("/", 1)[0]
+    run_id, _, path = model_uri.removeprefix("runs:/").partition("/")
     client = _client(tracking)
     try:
-        client.get_run(run_id)
+        run = client.get_run(run_id)
     except MlflowException as exc:
         if _missing(exc):
             raise UnknownModelError(f"{model_uri}: no such run") from exc
         raise RegistryError(f"cannot read run {run_id}: {exc.message}") from exc
+    # MLflow 3 keeps a logged model beside the run, not in its artifacts: the model
+    # named ``path`` that the run logged last is the one to register (what
+    # mlflow.register_model would pick, without its warning and prints on stderr).
+    logged = _registry_call(
+        f"cannot list the models of run {run_id}",
+        client.search_logged_models,
+        experiment_ids=[run.info.experiment_id],
+        filter_string=f"name = '{path}'",
+    )
+    steps = {o.model_id: o.step for o in (run.outputs.model_outputs if run.outputs else [])}
+    logged = [m for m in logged if m.source_run_id == run_id]
+    if not logged:
+        raise UnknownModelError(f"{model_uri}: the run logged no model named '{path}'")
+    model_id = max(logged, key=lambda m: steps.get(m.model_id, 0)).model_id
     try:
         versions = client.search_model_versions(f"name='{model_name}' and run_id='{run_id}'")
     except MlflowException:  # the model does not exist yet
         versions = []
+    # The version's model id is not filled in by every store; its source names it.
+    versions = [
+        v
+        for v in versions
+        if getattr(v, "model_id", None) == model_id or v.source == f"models:/{model_id}"
+    ]
     if versions:
         return str(min(int(v.version) for v in versions))
-    use_store(tracking)
+    use_store(tracking)  # the version's source, models:/<id>, resolves through it
     try:
-        registered = mlflow.register_model(model_uri, model_name)
+        client.create_registered_model(model_name)
     except MlflowException as exc:
-        if _missing(exc):
-            raise UnknownModelError(f"{model_uri}: no model at that path of the run") from exc
-        raise RegistryError(
-            f"cannot register {model_uri} as '{model_name}': {exc.message}"
-        ) from exc
-    return str(registered.version)
+        if exc.error_code not in ("RESOURCE_ALREADY_EXISTS", "ALREADY_EXISTS"):
+            raise RegistryError(f"cannot create model '{model_name}': {exc.message}") from exc
+    created = _registry_call(
+        f"cannot register {model_uri} as '{model_name}'",
+        client.create_model_version,
+        model_name,
+        f"models:/{model_id}",
+        run_id=run_id,
+        model_id=model_id,
+    )
+    return str(created.version)
 
 
 def load_adoptable_model(tracking: TrackingSettings, model_uri: str) -> tuple[Any, dict]:
@@ -928,11 +952,11 @@ def load_adoptable_model(tracking: TrackingSettings, model_uri: str) -> tuple[An
                 dst_path=scratch,
             )
         )
-        refuse_unsafe_model(local, model_uri)
+        pyfunc = load_checked_model(local, model_uri)  # the allow-list first
         import yaml
 
         mlmodel = yaml.safe_load((local / modelguard.MLMODEL).read_text()) or {}
-        return mlflow.pyfunc.load_model(str(local)), mlmodel
+        return pyfunc, mlmodel
 
 
 def record_adoption(

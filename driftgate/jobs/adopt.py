@@ -266,7 +266,7 @@ def run_adoption(
                 f"{recorded}, this one {digest}); its profile and contract stay as they "
                 "are: log the model again to adopt it with new reference data"
             )
-        log.info("%s was adopted before from the same reference data; nothing changed", label)
+        log.debug("%s was adopted before from the same reference data", label)
         return AdoptionOutcome(
             name, version, info.run_id, json.loads(tags[registry.TAG_FEATURES]), changed=False,
             registered_from=registered_from,

@@ -199,3 +199,10 @@ def test_a_version_driftgate_trained_is_not_adopted(store):
     )
     with pytest.raises(job.AdoptionError, match="trained and registered by driftgate"):
         job.run_adoption(config, f"models:/trained-here/{version}", store["root"] / "reference.csv")
+
+
+def test_a_run_without_a_model_at_that_path_is_exit_2(store, monkeypatch, capsys):
+    uri = f"runs:/{store['runs']['unregistered']}/elsewhere"
+    code, err = adopt_cli(monkeypatch, capsys, store, uri)
+    assert code == 2
+    assert f"{uri}: the run logged no model named 'elsewhere'" in err
