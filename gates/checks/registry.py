@@ -68,6 +68,9 @@ class NotApplicable:
 class GateInputs:
     """What the gate knows about a candidate; each check reads the fields it ``needs``.
 
+    A field the candidate cannot have is a :class:`NotApplicable` (an adopted model's
+    ``model``, ``rebuild``...): the checks needing it are reported not applicable.
+
     Attributes:
         task: The model's task (``binary`` today); checks that do not apply are skipped.
         predict: The registered model's predict (what serving loads): float32 rows ->
