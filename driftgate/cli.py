@@ -15,6 +15,7 @@ import typer
 
 from driftgate.commands import pipeline as pipeline_commands
 from driftgate.commands import serve as serve_commands
+from driftgate.commands.adopt import adopt as adopt_command
 from driftgate.commands.contract import contract_app
 from driftgate.commands.deploy import deploy as deploy_command
 from driftgate.commands.options import EXIT_FAILED, EXIT_REGISTRY, EXIT_USAGE, ConfigOption
@@ -371,6 +372,7 @@ app.command()(serve_commands.serve)
 app.command()(serve_commands.pause)
 app.command()(serve_commands.resume)
 app.command("deploy")(deploy_command)
+app.command("adopt")(adopt_command)
 
 
 def main() -> None:

@@ -30,7 +30,7 @@ import pandas as pd
 
 from driftgate import modelguard
 from driftgate.config import TrackingSettings
-from driftgate.core.errors import EXIT_BACKEND, DriftgateError
+from driftgate.core.errors import EXIT_BACKEND, EXIT_USAGE, DriftgateError
 from driftgate.core.redaction import redact_credentials
 
 log = logging.getLogger(__name__)
@@ -460,6 +460,8 @@ def version_features(tracking: TrackingSettings, model_name: str, version: str) 
 TAG_GATE_PREFIX = "driftgate.gate."  # + check name: "PASS: observed (threshold)"
 TAG_GATE_STATUS = "driftgate.gate.status"  # passed | failed
 TAG_GATE_FAILED_CHECKS = "driftgate.gate.failed_checks"  # comma-separated, "-" when none
+# Checks that did not apply to the candidate (comma-separated, "-" when none).
+TAG_GATE_NOT_APPLICABLE = "driftgate.gate.not_applicable_checks"
 TAG_GATE_CHAMPION = "driftgate.gate.champion_at_evaluation"  # version or "none"
 TAG_GATE_EVALUATED_AT = "driftgate.gate.evaluated_at"  # UTC, ISO 8601
 TAG_GATE_REPORT = "driftgate.gate.report"  # runs:/RUN/gates/gate.md
@@ -911,3 +913,191 @@ def tag_model_version(
             key,
             _text(value, TAG_VALUE_MAX_CHARS),
         )
+
+
+# Adoption: a model trained and logged elsewhere, given what a driftgate-trained version
+# carries (see jobs/adopt.py). The source run gets the artifacts, the version the tags.
+TAG_ADOPTED = "driftgate.adopted"  # "true"
+TAG_ADOPTED_AT = "driftgate.adopted.at"  # UTC, ISO 8601
+TAG_ADOPTED_FROM = "driftgate.adopted.from"  # the URI given to `driftgate adopt`
+TAG_REFERENCE_DIGEST = "driftgate.data.reference_digest"  # content digest of the reference
+TAG_REFERENCE_PATH = "driftgate.data.reference_path"  # relative to the project when inside it
+DESCRIPTION_ADOPTION = "Adopted"
+DATA_CONTRACT_ARTIFACT = "data_contract"
+
+
+class UnknownModelError(DriftgateError, LookupError):
+    """The model, version or run given on the command line is not in the registry (exit 2)."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, message: str) -> None:
+        super().__init__(redact_credentials(str(message)))
+
+
+def is_adopted(version_tags: Mapping[str, str]) -> bool:
+    """Whether the version was adopted (trained elsewhere; no driftgate weights)."""
+    return version_tags.get(TAG_ADOPTED) == "true"
+
+
+def _missing(exc: Exception) -> bool:
+    return getattr(exc, "error_code", "") in ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE")
+
+
+def existing_version(tracking: TrackingSettings, model_name: str, version: str) -> str:
+    """``version`` of ``model_name`` as registered; UnknownModelError when it is not."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        return str(_client(tracking).get_model_version(model_name, version).version)
+    except MlflowException as exc:
+        if _missing(exc):
+            raise UnknownModelError(
+                f"models:/{model_name}/{version}: no such registered model version"
+            ) from exc
+        raise RegistryError(f"cannot read {model_name} v{version}: {exc.message}") from exc
+
+
+def register_run_model(tracking: TrackingSettings, model_uri: str, model_name: str) -> str:
+    """The version of ``model_name`` registered from ``runs:/RUN_ID/PATH``.
+
+    A version already registered from that run's model is reused (adopting the same
+    run twice registers it once); otherwise the run's model is registered as a new
+    version. UnknownModelError when the run does not exist or logged no model there.
+    """
+    from mlflow.exceptions import MlflowException
+
+    run_id, _, path = model_uri.removeprefix("runs:/").partition("/")
+    client = _client(tracking)
+    try:
+        run = client.get_run(run_id)
+    except MlflowException as exc:
+        if _missing(exc):
+            raise UnknownModelError(f"{model_uri}: no such run") from exc
+        raise RegistryError(f"cannot read run {run_id}: {exc.message}") from exc
+    # MLflow 3 keeps a logged model beside the run, not in its artifacts: the model
+    # named ``path`` that the run logged last is the one to register (what
+    # mlflow.register_model would pick, without its warning and prints on stderr).
+    logged = _registry_call(
+        f"cannot list the models of run {run_id}",
+        client.search_logged_models,
+        experiment_ids=[run.info.experiment_id],
+        filter_string=f"name = '{path}'",
+    )
+    steps = {o.model_id: o.step for o in (run.outputs.model_outputs if run.outputs else [])}
+    logged = [m for m in logged if m.source_run_id == run_id]
+    if not logged:
+        raise UnknownModelError(f"{model_uri}: the run logged no model named '{path}'")
+    model_id = max(logged, key=lambda m: steps.get(m.model_id, 0)).model_id
+    try:
+        versions = client.search_model_versions(f"name='{model_name}' and run_id='{run_id}'")
+    except MlflowException:  # the model does not exist yet
+        versions = []
+    # The version's model id is not filled in by every store; its source names it.
+    versions = [
+        v
+        for v in versions
+        if getattr(v, "model_id", None) == model_id or v.source == f"models:/{model_id}"
+    ]
+    if versions:
+        return str(min(int(v.version) for v in versions))
+    use_store(tracking)  # the version's source, models:/<id>, resolves through it
+    try:
+        client.create_registered_model(model_name)
+    except MlflowException as exc:
+        if exc.error_code not in ("RESOURCE_ALREADY_EXISTS", "ALREADY_EXISTS"):
+            raise RegistryError(f"cannot create model '{model_name}': {exc.message}") from exc
+    created = _registry_call(
+        f"cannot register {model_uri} as '{model_name}'",
+        client.create_model_version,
+        model_name,
+        f"models:/{model_id}",
+        run_id=run_id,
+        model_id=model_id,
+    )
+    return str(created.version)
+
+
+def load_adoptable_model(tracking: TrackingSettings, model_uri: str) -> tuple[Any, dict]:
+    """The pyfunc of ``model_uri`` and its ``MLmodel`` (a mapping), after the allow-list.
+
+    The same path every load takes (:func:`load_checked_model`): downloaded once,
+    judged by :mod:`driftgate.modelguard` before any byte is deserialised, loaded from
+    that folder. UnsafeModelError (exit 3) names each refused file.
+    """
+    import mlflow
+
+    use_store(tracking)
+    with tempfile.TemporaryDirectory() as scratch:
+        local = Path(
+            _registry_call(
+                f"cannot download {model_uri}",
+                mlflow.artifacts.download_artifacts,
+                artifact_uri=model_uri,
+                dst_path=scratch,
+            )
+        )
+        pyfunc = load_checked_model(local, model_uri)  # the allow-list first
+        import yaml
+
+        mlmodel = yaml.safe_load((local / modelguard.MLMODEL).read_text()) or {}
+        return pyfunc, mlmodel
+
+
+def record_adoption(
+    tracking: TrackingSettings,
+    model_name: str,
+    version: str,
+    run_id: str,
+    *,
+    artifacts: Mapping[str, Path],
+    metrics: Mapping[str, float],
+    run_tags: Mapping[str, str],
+    version_tags: Mapping[str, str],
+    description: str,
+) -> None:
+    """Give an adopted version what the gate, the service and the drift check read.
+
+    ``artifacts`` (folder name -> local folder) go to the version's source run, as
+    training logs them; then the metrics and ``run_tags`` on that run; then
+    ``version_tags``, the description's Adopted paragraph, and last
+    ``driftgate.registration=complete``: a failure anywhere above leaves a version the
+    gate refuses as a candidate, and adopting it again completes it.
+    """
+    import time
+
+    from mlflow.entities import Metric
+
+    client = _client(tracking)
+    where = f"{model_name} v{version} adoption not completed"
+    for folder, path in artifacts.items():
+        _registry_call(where, client.log_artifacts, run_id, str(path), folder)
+    now = int(time.time() * 1000)
+    loggable = _loggable_metrics(metrics)
+    if loggable:
+        _registry_call(
+            where,
+            client.log_batch,
+            run_id,
+            metrics=[Metric(k, float(v), now, 0) for k, v in loggable.items()],
+        )
+    for key, value in run_tags.items():
+        _registry_call(where, client.set_tag, run_id, key, _text(value, TAG_VALUE_MAX_CHARS))
+    for key, value in {**version_tags, **{k: f"{v:.6g}" for k, v in metrics.items()}}.items():
+        _registry_call(
+            where,
+            client.set_model_version_tag,
+            model_name,
+            version,
+            key,
+            _text(value, TAG_VALUE_MAX_CHARS),
+        )
+    set_description_paragraph(tracking, model_name, version, DESCRIPTION_ADOPTION, description)
+    _registry_call(
+        where,
+        client.set_model_version_tag,
+        model_name,
+        version,
+        TAG_REGISTRATION,
+        REGISTRATION_COMPLETE,
+    )

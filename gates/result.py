@@ -2,6 +2,12 @@
 
 A gate never stops at the first failure: every check runs and reports its observed
 value, its threshold and why it failed, so one CI log shows everything to fix.
+
+A check can also be *not applicable* to a candidate (a model adopted from elsewhere has
+no state dict for ``reload_parity`` to reload): that is a third status, neither a pass
+nor a failure. It does not fail the gate, and it is never counted or shown as a pass:
+``NOT_APPLICABLE`` in the table, the Markdown and the version tags, ``skipped`` in
+JUnit, ``"status": "NOT_APPLICABLE"`` (and ``passed: false``) in the JSON.
 """
 
 from __future__ import annotations
@@ -15,7 +21,11 @@ from xml.etree import ElementTree
 
 @dataclass(frozen=True)
 class CheckResult:
-    """One check: ``observed`` compared with ``threshold`` (both printable)."""
+    """One check: ``observed`` compared with ``threshold`` (both printable).
+
+    ``not_applicable``: the check does not apply to this candidate (``message`` says
+    why); ``passed`` is then False, and the gate neither counts it as a pass nor fails.
+    """
 
     name: str
     passed: bool
@@ -24,14 +34,29 @@ class CheckResult:
     message: str = ""
     group: str = "model_checks"  # promotion | model_checks | data
     seconds: float = 0.0
+    not_applicable: bool = False
 
     def __post_init__(self) -> None:
         # numpy comparisons yield numpy.bool_, which JSON and tags must not see.
-        object.__setattr__(self, "passed", bool(self.passed))
+        object.__setattr__(self, "passed", bool(self.passed) and not self.not_applicable)
 
     @property
     def status(self) -> str:
+        if self.not_applicable:
+            return NOT_APPLICABLE
         return "PASS" if self.passed else "FAIL"
+
+    @property
+    def failed(self) -> bool:
+        return not self.passed and not self.not_applicable
+
+
+NOT_APPLICABLE = "NOT_APPLICABLE"
+
+
+def not_applicable(name: str, reason: str, group: str = "model_checks") -> CheckResult:
+    """The result of a check that does not apply to the candidate, saying why."""
+    return CheckResult(name, False, "-", "-", reason, group=group, not_applicable=True)
 
 
 @dataclass
@@ -43,11 +68,16 @@ class GateResult:
 
     @property
     def passed(self) -> bool:
-        return bool(self.checks) and all(check.passed for check in self.checks)
+        applied = [check for check in self.checks if not check.not_applicable]
+        return bool(applied) and not any(check.failed for check in applied)
 
     @property
     def failures(self) -> list[CheckResult]:
-        return [check for check in self.checks if not check.passed]
+        return [check for check in self.checks if check.failed]
+
+    @property
+    def not_applicable(self) -> list[CheckResult]:
+        return [check for check in self.checks if check.not_applicable]
 
     def to_dict(self) -> dict:
         return {
@@ -55,7 +85,7 @@ class GateResult:
             "candidate": self.candidate,
             "champion": self.champion,
             "passed": self.passed,
-            "checks": [asdict(check) for check in self.checks],
+            "checks": [asdict(check) | {"status": check.status} for check in self.checks],
         }
 
     def table(self) -> str:
@@ -88,6 +118,8 @@ class GateResult:
             if self.passed
             else f"FAILED ({len(self.failures)} of {len(self.checks)} checks)"
         )
+        if self.not_applicable:
+            verdict += f", {len(self.not_applicable)} not applicable"
         champion = f"v{self.champion}" if self.champion else "none"
         lines = [
             f"# Promotion gate: {self.model_name} v{self.candidate} — {verdict}",
@@ -109,13 +141,16 @@ class GateResult:
             tests=str(len(self.checks)),
             failures=str(len(self.failures)),
             errors="0",
+            skipped=str(len(self.not_applicable)),
             time=f"{sum(c.seconds for c in self.checks):.3f}",
         )
         for c in self.checks:
             case = ElementTree.SubElement(
                 suite, "testcase", classname=f"{c.group}", name=c.name, time=f"{c.seconds:.3f}"
             )
-            if not c.passed:
+            if c.not_applicable:
+                ElementTree.SubElement(case, "skipped", message=f"not applicable: {c.message}")
+            elif not c.passed:
                 failure = ElementTree.SubElement(case, "failure", message=c.message or "failed")
                 failure.text = f"observed {c.observed}, threshold {c.threshold}"
         return ElementTree.tostring(suite, encoding="unicode", xml_declaration=True)

@@ -133,7 +133,11 @@ def evaluate_gates(
     # The model first: the allow-list refuses a hostile version before anything else of
     # it is read.
     pyfunc = registry.load_pyfunc(tracking, f"models:/{name}/{candidate}")
-    architecture, state = registry.load_weights(tracking, info.run_id)
+    if registry.is_adopted(info.version_tags):
+        # Trained elsewhere: no weights folder; a binary model on the data's features.
+        architecture, state = {}, None
+    else:
+        architecture, state = registry.load_weights(tracking, info.run_id)
     spec = ModelSpec.from_dict(architecture, data.features)
     if spec.task != config.model.task:
         log.warning(
@@ -141,7 +145,6 @@ def evaluate_gates(
             name, candidate, spec.task, config.model.task, spec.task,
         )  # fmt: skip
     check_gates_for_task(gates, spec.task)
-    flavour = flavour_of(spec)
     candidate_outputs, candidate_metrics = _metrics_on(pyfunc.predict, held_out, data, spec)
     champion_metrics = None
     if champion_for_comparison is not None:
@@ -163,8 +166,7 @@ def evaluate_gates(
     inputs = GateInputs(
         task=spec.task,
         predict=pyfunc.predict,
-        model=flavour.rebuild(spec, state),
-        rebuild=lambda: flavour.rebuild(spec, None),
+        **_trained_inputs(tracking, info, data, spec, state),
         rows=model_inputs(held_out, spec.features),
         lower=lower,
         upper=upper,
@@ -172,15 +174,9 @@ def evaluate_gates(
         n_outputs=spec.n_outputs,
         n_features=len(spec.features),
         signature_inputs=info.signature_inputs,
-        train_metrics=_split_metrics(info.run_metrics, "train"),
-        val_metrics=_split_metrics(info.run_metrics, "val"),
         recorded_environment=info.environment,
         current_environment=describe_environment(config.root),
         contract_result=data.contract_result,
-        # The candidate must have been trained on the data version evaluated here,
-        # otherwise "held-out" rows may be rows it was trained on.
-        recorded_data_digest=info.version_tags.get(registry.TAG_DATA_DIGEST, "unknown"),
-        data_digest=data.digest,
         settings=gates.model_checks.settings(),
     )
 
@@ -193,13 +189,40 @@ def evaluate_gates(
     return result
 
 
+def _trained_inputs(
+    tracking, info: registry.VersionInfo, data: PreparedData, spec: ModelSpec, state
+) -> dict:
+    """What only a version driftgate trained has: its module rebuilt from the state dict,
+    its train/validation metrics and training-data digest. An adopted version (trained
+    elsewhere, ``driftgate adopt``) has none of them: the checks that need them are
+    reported as not applicable."""
+    if registry.is_adopted(info.version_tags):
+        from driftgate.jobs.adopt import NOT_APPLICABLE_INPUTS
+
+        return dict(NOT_APPLICABLE_INPUTS)
+    flavour = flavour_of(spec)
+    return {
+        "model": flavour.rebuild(spec, state),
+        "rebuild": lambda: flavour.rebuild(spec, None),
+        "train_metrics": _split_metrics(info.run_metrics, "train"),
+        "val_metrics": _split_metrics(info.run_metrics, "val"),
+        # The candidate must have been trained on the data version evaluated here,
+        # otherwise "held-out" rows may be rows it was trained on.
+        "recorded_data_digest": info.version_tags.get(registry.TAG_DATA_DIGEST, "unknown"),
+        "data_digest": data.digest,
+    }
+
+
 def _split_metrics(run_metrics: dict[str, float], split: str) -> dict[str, float]:
     prefix = f"{split}_"
     return {k.removeprefix(prefix): v for k, v in run_metrics.items() if k.startswith(prefix)}
 
 
 def check_tag(check: CheckResult) -> str:
-    """``PASS: 0.8701 (>= 0.8000)``: the verdict, what was observed, and the bar."""
+    """``PASS: 0.8701 (>= 0.8000)``: the verdict, what was observed, and the bar;
+    ``NOT_APPLICABLE: why`` for a check that does not apply to the candidate."""
+    if check.not_applicable:
+        return f"{check.status}: {check.message}"
     bar = f" ({check.threshold})" if check.threshold not in ("", "-") else ""
     return f"{check.status}: {check.observed}{bar}"
 
@@ -211,6 +234,7 @@ def gate_tags(result: GateResult, evaluated_at: str, report_uri: str) -> dict[st
         registry.TAG_GATE_EVALUATED_AT: evaluated_at,
         registry.TAG_GATE_CHAMPION: result.champion or registry.NO_VERSION,
         registry.TAG_GATE_FAILED_CHECKS: ",".join(c.name for c in result.failures) or "-",
+        registry.TAG_GATE_NOT_APPLICABLE: ",".join(c.name for c in result.not_applicable) or "-",
         registry.TAG_GATE_REPORT: report_uri,
     }
     for check in result.checks:
@@ -228,10 +252,14 @@ def gate_verdict(result: GateResult, evaluated_at: str, report_uri: str) -> str:
         metrics = ", ".join(
             f"{c.name} {c.observed}" for c in result.checks if c.group == "promotion"
         )
-        text = (
-            f"passed {evaluated_at}: all {len(result.checks)} checks pass "
-            f"(champion at evaluation: {champion}). {metrics}."
-        )
+        counted = f"all {len(result.checks)} checks pass"
+        if result.not_applicable:
+            names = ", ".join(c.name for c in result.not_applicable)
+            counted = (
+                f"all {len(result.checks) - len(result.not_applicable)} applicable checks "
+                f"pass, {len(result.not_applicable)} not applicable ({names})"
+            )
+        text = f"passed {evaluated_at}: {counted} (champion at evaluation: {champion}). {metrics}."
     else:
         failed = "; ".join(
             f"`{c.name}` {c.observed} ({c.message or c.threshold})" for c in result.failures

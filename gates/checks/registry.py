@@ -22,7 +22,7 @@ from pydantic import ConfigDict, ValidationError, create_model
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from driftgate.core.yamlconfig import StrictModel
-from driftgate.gates.result import CheckResult
+from driftgate.gates.result import CheckResult, not_applicable
 
 if TYPE_CHECKING:
     from torch import nn
@@ -56,8 +56,20 @@ NOT_GIVEN: Any = _NotGiven()
 
 
 @dataclass(frozen=True)
+class NotApplicable:
+    """An input that does not exist for this candidate, and why (a model adopted from
+    elsewhere has no state dict to rebuild it from). A check that needs it is reported
+    as not applicable: not a pass, not a failure (:func:`run_checks`)."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
 class GateInputs:
     """What the gate knows about a candidate; each check reads the fields it ``needs``.
+
+    A field the candidate cannot have is a :class:`NotApplicable` (an adopted model's
+    ``model``, ``rebuild``...): the checks needing it are reported not applicable.
 
     Attributes:
         task: The model's task (``binary``, ``multiclass``, ``regression``); checks that
@@ -247,6 +259,8 @@ def run_checks(group: Group, inputs: GateInputs) -> list[CheckResult]:
 
     A check whose inputs were not provided fails with the names of the missing inputs
     rather than being skipped: a gate that silently ran fewer checks would pass more.
+    A check that needs an input the gate marked :class:`NotApplicable` is reported as
+    not applicable, with the reason (never as a pass).
     """
     results: list[CheckResult] = []
     for check in [c for c in CHECKS.values() if c.group == group]:
@@ -254,6 +268,11 @@ def run_checks(group: Group, inputs: GateInputs) -> list[CheckResult]:
             continue
         settings = settings_of(check, inputs.settings)
         if settings is not None and not settings.enabled:
+            continue
+        absent = [getattr(inputs, n) for n in check.needs]
+        reasons = list(dict.fromkeys(a.reason for a in absent if isinstance(a, NotApplicable)))
+        if reasons:
+            results.append(not_applicable(check.name, "; ".join(reasons), group=group))
             continue
         missing = [name for name in check.needs if getattr(inputs, name) is NOT_GIVEN]
         if missing:
