@@ -52,7 +52,7 @@ def _rebuild(architecture: dict, state: dict) -> TabularClassifier:
 def _metrics_on(predict, frame, data: PreparedData) -> tuple[np.ndarray, dict[str, float]]:
     """Held-out metrics; NaN metrics (failing their gates) when predictions are not finite,
     so a broken model is reported by the gate instead of crashing it."""
-    probabilities = np.asarray(predict(feature_matrix(frame, data.features)), np.float64).ravel()
+    probabilities = np.asarray(predict(feature_matrix(frame, data.specs)), np.float64).ravel()
     if not np.isfinite(probabilities).all():
         return probabilities, dict.fromkeys(METRIC_NAMES, float("nan"))
     return probabilities, classification_metrics(frame[data.target], probabilities)
@@ -63,7 +63,7 @@ def _bounds(data: PreparedData) -> tuple[np.ndarray, np.ndarray]:
     training data's observed range for features the contract leaves open."""
     from driftgate.data_contracts import Contract
 
-    train = feature_matrix(data.splits.train, data.features)
+    train = feature_matrix(data.splits.train, data.specs)
     lower, upper = train.min(axis=0), train.max(axis=0)
     if data.contract_path is not None:
         columns = Contract.load(data.contract_path).columns
@@ -73,6 +73,9 @@ def _bounds(data: PreparedData) -> tuple[np.ndarray, np.ndarray]:
                 lower[index] = spec.min
             if spec is not None and spec.max is not None:
                 upper[index] = spec.max
+    for index, feature_spec in enumerate(data.specs):
+        if feature_spec.kind == "categorical":  # every code, the unseen bucket included
+            lower[index], upper[index] = 0, feature_spec.unseen_code
     return lower, upper
 
 
@@ -118,7 +121,7 @@ def evaluate_gates(
         predict=pyfunc.predict,
         model=_rebuild(architecture, state),
         rebuild=lambda: TabularClassifier(**architecture),
-        rows=feature_matrix(held_out, data.features),
+        rows=feature_matrix(held_out, data.specs),
         lower=lower,
         upper=upper,
         probabilities=candidate_probabilities,

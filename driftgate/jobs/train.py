@@ -16,7 +16,7 @@ from driftgate import registry
 from driftgate.config import ProjectConfig
 from driftgate.environment import describe_environment
 from driftgate.jobs.data import PreparedData, prepare_data
-from driftgate.training.data import DATE_COLUMN, feature_matrix
+from driftgate.training.data import feature_matrix
 from driftgate.training.evaluate import classification_metrics, prefixed
 from driftgate.training.model import predict_proba
 from driftgate.training.train import EpochRecord, TrainingResult, train_classifier
@@ -42,9 +42,9 @@ def fit_model(
 ) -> TrainingResult:
     splits = data.splits
     return train_classifier(
-        feature_matrix(splits.train, data.features),
+        feature_matrix(splits.train, data.specs),
         splits.train[data.target].to_numpy(),
-        feature_matrix(splits.validation, data.features),
+        feature_matrix(splits.validation, data.specs),
         splits.validation[data.target].to_numpy(),
         config.train,
         on_epoch=on_epoch,
@@ -59,7 +59,7 @@ def evaluate_model(data: PreparedData, result: TrainingResult) -> dict[str, floa
         ("val", data.splits.validation),
         ("test", data.splits.test),
     ):
-        probabilities = predict_proba(result.model, feature_matrix(frame, data.features))
+        probabilities = predict_proba(result.model, feature_matrix(frame, data.specs))
         metrics |= prefixed(split_name, classification_metrics(frame[data.target], probabilities))
     return metrics
 
@@ -75,12 +75,14 @@ def register_model(
         **config.train.model_dump(),
         "features": data.features,
         "target": data.target,
-        "data_source": config.data.source,
+        "data_source": data.data_path,
+        "categorical_features": [s.name for s in data.specs if s.kind == "categorical"],
+        "split": config.data.split,
+        "time_column": config.data.time or "none",
         "train_rows": len(splits.train),
         "val_rows": len(splits.validation),
         "test_rows": len(splits.test),
-        "train_start": str(splits.train[DATE_COLUMN].iloc[0].date()),
-        "train_end": str(splits.train[DATE_COLUMN].iloc[-1].date()),
+        **_time_span(splits.train, config.data.time),
         "data_contract": (
             f"{data.contract_result.contract} v{data.contract_result.version}"
             if data.contract_result is not None
@@ -90,9 +92,9 @@ def register_model(
         "best_epoch": result.best_epoch,
     }
     history = [{"train_loss": r.train_loss, "val_loss": r.val_loss} for r in result.history]
-    example = feature_matrix(splits.validation.head(5), data.features)
+    example = feature_matrix(splits.validation.head(5), data.specs)
     description = (
-        f"TabularClassifier {result.model.hidden_sizes} on {len(splits.train)} training days "
+        f"TabularClassifier {result.model.hidden_sizes} on {len(splits.train)} training rows "
         f"({params['train_start']}..{params['train_end']}, data digest {data.digest[:12]}); "
         f"val ROC AUC {metrics['val_roc_auc']:.4f}, test accuracy {metrics['test_accuracy']:.4f}."
     )
@@ -103,6 +105,7 @@ def register_model(
         artifacts["reference_profile"] = fit_reference_profile(data, config.model.name).save(
             Path(scratch) / "reference_profile"
         )
+        artifacts[FEATURE_SPECS_ARTIFACT] = write_feature_specs(data, Path(scratch))
         registered = registry.log_training_run(
             config.tracking,
             config.model.name,
@@ -112,7 +115,7 @@ def register_model(
             metrics=metrics,
             environment=describe_environment(config.root),
             training_data=splits.train,
-            data_source=str(config.resolve(data.data_path)),
+            data_source=data.data_path,
             data_digest=data.digest,
             data_md5=data.data_md5,
             data_path=data.data_path,
@@ -138,9 +141,33 @@ def fit_reference_profile(data: PreparedData, model_name: str):
 
     return ReferenceProfile.fit(
         data.splits.train[data.features],
-        schema=dict.fromkeys(data.features, "numeric"),
+        schema={spec.name: spec.kind for spec in data.specs},
         metadata={"model": model_name, "data_digest": data.digest, "split": "train"},
     )
+
+
+# The kind and categories of each feature, logged with the run: the service turns a
+# request's categories into the model's codes with it.
+FEATURE_SPECS_ARTIFACT = "feature_specs"
+FEATURE_SPECS_FILE = "feature_specs.json"
+
+
+def write_feature_specs(data: PreparedData, folder: Path) -> Path:
+    path = folder / FEATURE_SPECS_FILE
+    path.write_text(json.dumps([spec.to_dict() for spec in data.specs], indent=2) + "\n")
+    return path
+
+
+def _time_span(train, time_column: str | None) -> dict[str, str]:
+    """First and last event time of the training split; row numbers without a time column."""
+    if time_column is None:
+        return {"train_start": "row 0", "train_end": f"row {len(train) - 1}"}
+    times = train[time_column]
+    return {"train_start": _moment(times.min()), "train_end": _moment(times.max())}
+
+
+def _moment(stamp) -> str:
+    return str(stamp.date()) if stamp == stamp.normalize() else stamp.isoformat()
 
 
 def _write_contract_files(data: PreparedData, folder: Path) -> Path:
