@@ -99,7 +99,9 @@ def _infer_column(
         # A pandas category declares its levels: all of them are the categories, however
         # many, and the column is not an id however distinct its values.
         levels = series.cat.categories
-        spec["categories"] = [int(v) for v in levels] if dtype == "int" else [str(v) for v in levels]
+        spec["categories"] = (
+            [int(v) for v in levels] if dtype == "int" else [str(v) for v in levels]
+        )
         return ColumnSpec(**spec)
     if dtype == "int" and 0 < distinct <= max_categories:
         spec["categories"] = sorted(int(v) for v in values.unique())

@@ -32,6 +32,7 @@ from driftgate import modelguard
 from driftgate.config import TrackingSettings
 from driftgate.core.errors import EXIT_BACKEND, DriftgateError
 from driftgate.core.redaction import redact_credentials
+from driftgate.training.features import FeatureSpec, numeric_specs
 
 log = logging.getLogger(__name__)
 
@@ -363,6 +364,58 @@ def version_features(tracking: TrackingSettings, model_name: str, version: str) 
     if TAG_FEATURES not in tags:
         raise RegistryError(f"{model_name} v{version} has no {TAG_FEATURES} tag")
     return json.loads(tags[TAG_FEATURES])
+
+
+# The kind and categories of each feature, a run artifact (a tag holds 5000 characters,
+# too few for the categories of a wide data set): ``feature_specs/feature_specs.json``.
+FEATURE_SPECS_ARTIFACT = "feature_specs"
+FEATURE_SPECS_FILE = "feature_specs.json"
+
+
+def version_feature_specs(
+    tracking: TrackingSettings, model_name: str, version: str
+) -> list[FeatureSpec]:
+    """The version's features with their kinds and categories, in model order.
+
+    A version logged without ``feature_specs.json`` (before categorical features, or
+    registered elsewhere) has numeric features only: its ``driftgate.features`` tag.
+    """
+    import mlflow
+
+    features = version_features(tracking, model_name, version)
+    client = _client(tracking)
+    run_id = _registry_call(
+        f"cannot read {model_name} v{version}", client.get_model_version, model_name, version
+    ).run_id
+    listed = _registry_call(
+        f"cannot list the artifacts of run {run_id}",
+        client.list_artifacts,
+        run_id,
+        FEATURE_SPECS_ARTIFACT,
+    )
+    if not any(item.path.endswith(FEATURE_SPECS_FILE) for item in listed):
+        return numeric_specs(features)
+    with tempfile.TemporaryDirectory() as scratch:
+        path = _registry_call(
+            f"cannot download the feature specs of {model_name} v{version}",
+            mlflow.artifacts.download_artifacts,
+            run_id=run_id,
+            artifact_path=f"{FEATURE_SPECS_ARTIFACT}/{FEATURE_SPECS_FILE}",
+            dst_path=scratch,
+            tracking_uri=tracking.uri,
+        )
+        try:
+            specs = [FeatureSpec.from_dict(item) for item in json.loads(Path(path).read_text())]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise RegistryError(
+                f"{model_name} v{version}: unreadable {FEATURE_SPECS_FILE}: {exc}"
+            ) from None
+    if [spec.name for spec in specs] != list(features):
+        raise RegistryError(
+            f"{model_name} v{version}: {FEATURE_SPECS_FILE} does not list the "
+            f"{TAG_FEATURES} features in their order"
+        )
+    return specs
 
 
 # Gate results, on the candidate version and on its run (docs/mlflow_ui.md lists them).

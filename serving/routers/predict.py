@@ -83,6 +83,8 @@ async def predict(request: Request, svc: Service):
             errors=[{"record": None, "field": "timestamp", "reason": "not accepted"}],
         )
     large = len(body.records) > INLINE_RECORDS
+    # An integer code sent for a text category is read as its text (see validation).
+    body.records = getattr(model.checker, "normalise", _as_received)(body.records)
     if large:  # validation of a large request must not stall the event loop
         errors, total, invalid = await run_in_threadpool(_broken_fields, model, body.records)
     else:
@@ -93,9 +95,7 @@ async def predict(request: Request, svc: Service):
             422, "request breaks the input contract", request_id, **capped(errors, total)
         )
 
-    matrix = np.array(
-        [[record[f] for f in model.features] for record in body.records], dtype=np.float32
-    )
+    matrix = model.encode(body.records)
     if large:
         probabilities = await run_in_threadpool(model.predict, matrix)
     else:
@@ -191,6 +191,10 @@ async def _store(svc, samples: list[Sample], request_id: str) -> StoreFailure | 
         log.error("error %s: request %s not stored: %s", error_id, request_id, describe_error(exc))
         return _failure(f"sample store unavailable (error id {error_id})", error_id)
     return None
+
+
+def _as_received(records: list[dict]) -> list[dict]:
+    return records
 
 
 def _broken_fields(model: LoadedModel, records: list[dict]) -> tuple[list[dict], int, int]:

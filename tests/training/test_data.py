@@ -152,7 +152,7 @@ def test_random_split_is_seeded_and_covers_every_row_once():
     rows = pd.concat([splits.train, splits.validation, splits.test])
     assert sorted(rows["x"]) == sorted(frame["x"])
     assert splits.test["y"].mean() not in (0.0, 1.0)
-    with pytest.raises(DataError, match="data.split must be one of"):
+    with pytest.raises(DataError, match=r"data\.split must be one of"):
         split_reference(frame, frame.iloc[:0], 0.2, 0.1, method="shuffled")
 
 
