@@ -267,13 +267,27 @@ def with_model_name(config: ProjectConfig, name: str | None) -> ProjectConfig:
     return config
 
 
+# Set by ``driftgate --config PATH COMMAND`` (the option before the command): the file
+# every command loads when its own ``--config`` is not given.
+_default_config_file: Path | None = None
+
+
+def set_default_config_file(path: Path | str | None) -> None:
+    """The config file ``load_config(None)`` reads (None: ``./driftgate.yaml``)."""
+    global _default_config_file
+    _default_config_file = Path(path) if path is not None else None
+
+
 def load_config(path: Path | str | None = None) -> ProjectConfig:
     """Load and validate the project config; raise ConfigError naming file and key.
 
-    ``path=None`` uses ``./driftgate.yaml`` when it exists, else the embedded defaults.
+    ``path=None`` uses the file given before the command (``driftgate --config PATH
+    COMMAND``), else ``./driftgate.yaml`` when it exists, else the embedded defaults.
     ``DRIFTGATE__SECTION__KEY`` environment variables override the file (see
     :func:`env_overrides`).
     """
+    if path is None and _default_config_file is not None:
+        path = _default_config_file
     if path is None:
         candidate = Path(DEFAULT_CONFIG_FILE)
         config_file = candidate if candidate.is_file() else None

