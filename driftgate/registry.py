@@ -15,11 +15,13 @@ One way for each thing written to MLflow:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
 import os
 import tempfile
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -179,10 +181,11 @@ def log_training_run(
             mlflow.log_metrics(_loggable_metrics(epoch_metrics), step=step)
         mlflow.log_metrics(_loggable_metrics(metrics))
         mlflow.log_dict(dict(environment), "environment.json")
-        dataset = mlflow.data.from_pandas(
-            training_data, source=data_source, name="train", digest=data_digest
-        )
-        mlflow.log_input(dataset, context="training")
+        with _quiet_dataset_warnings():
+            dataset = mlflow.data.from_pandas(
+                training_data, source=data_source, name="train", digest=data_digest
+            )
+            mlflow.log_input(dataset, context="training")
         with tempfile.TemporaryDirectory() as scratch:
             state_path = Path(scratch) / "state_dict.pt"
             torch.save(model.state_dict(), state_path)
@@ -243,6 +246,24 @@ def log_training_run(
         experiment_id=experiment_id,
         model_uri=f"models:/{model_name}/{version}",
     )
+
+
+# MLflow warns on every training run about things that are not the user's to fix:
+# a local path matches its two local-file dataset sources (both the same class), and
+# the training data's schema has integer columns (the dataset is a record of the data,
+# not the model's signature, which is float32). Only these two, only around the call.
+_MLFLOW_DATASET_NOISE = (
+    r"The specified dataset source can be interpreted in multiple ways",
+    r"Hint: Inferred schema contains integer column",
+)
+
+
+@contextlib.contextmanager
+def _quiet_dataset_warnings():
+    with warnings.catch_warnings():
+        for message in _MLFLOW_DATASET_NOISE:
+            warnings.filterwarnings("ignore", message=message, category=UserWarning)
+        yield
 
 
 def _param_value(value: Any) -> str | int | float | bool:
