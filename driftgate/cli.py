@@ -50,6 +50,9 @@ def _every_command(
     # own switch turns the print off for every command (and the service and flows they
     # start, which inherit the environment); driftgate prints the run id itself.
     os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
+    # MLflow draws a progress bar on stderr for every artifact download (a reference
+    # profile, a model): noise between the lines a user reads. Still theirs to turn on.
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     # Every log record masked where it is made, for every command: also those that set
     # up logging themselves (`serve`) or not at all.
     install_redacting_record_factory()
