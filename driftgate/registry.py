@@ -408,6 +408,8 @@ def version_feature_specs(
     run_id = _registry_call(
         f"cannot read {model_name} v{version}", client.get_model_version, model_name, version
     ).run_id
+    if not run_id:  # registered from files, without a run: nothing but the tag
+        return numeric_specs(features)
     listed = _registry_call(
         f"cannot list the artifacts of run {run_id}",
         client.list_artifacts,
