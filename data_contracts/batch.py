@@ -141,6 +141,7 @@ def validate_batch(
     if not frame.columns.is_unique:
         # GX (and pandas column selection) cannot tell duplicated names apart.
         frame = frame.loc[:, ~frame.columns.duplicated()]
+    frame = _uncategorised(frame)
     rules = contract.rules()
     try:
         gx_result = gx_runtime().validate(
@@ -160,6 +161,24 @@ def validate_batch(
         seconds=time.perf_counter() - started,
         columns=[str(c) for c in frame.columns],
     )
+
+
+def _uncategorised(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with pandas ``category`` columns as their values: a category column of
+    strings is a string column to the contract (GX judges a typed column by its dtype
+    name, which for a category is ``category`` whatever its levels)."""
+    columns = [c for c in frame.columns if isinstance(frame[c].dtype, pd.CategoricalDtype)]
+    if not columns:
+        return frame
+    frame = frame.copy()
+    for column in columns:
+        values = frame[column]
+        levels = values.cat.categories.dtype
+        if values.isna().any() or not pd.api.types.is_numeric_dtype(levels):
+            frame[column] = values.astype(object).where(values.notna(), None)
+        else:
+            frame[column] = values.astype(levels)
+    return frame
 
 
 class _Interpreter:

@@ -3,7 +3,8 @@
 What is inferred, per column:
 
 - ``dtype`` from the pandas dtype (``object`` columns holding only strings are
-  ``string``; text that parses entirely as dates is ``datetime``).
+  ``string``; text that parses entirely as dates is ``datetime``; a pandas
+  ``category`` is the type of its levels, ``string`` or ``int``).
 - nulls: none seen gives ``nullable: false``; otherwise ``max_null_share`` is the seen
   share times 1.5 plus one point, rounded up to a whole percent.
 - numeric ranges: from robust quantiles, not the extremes, so a single corrupt value
@@ -11,8 +12,9 @@ What is inferred, per column:
   useless bound. The range is ``[q_low - margin * span, q_high + margin * span]`` with
   ``span = q_high - q_low``, rounded outwards; if the inference data itself has values
   outside, ``max_out_of_range_share`` is twice their share, rounded up to 0.1%.
-- categories: int and string columns with few distinct values list them (an int column
-  with at most ``max_categories`` values gets categories instead of a range).
+- categories: a pandas ``category`` column lists all its declared levels; int and
+  string columns with few distinct values list them (an int column with at most
+  ``max_categories`` values gets categories instead of a range).
 - ``unique: true`` for datetime and string columns whose values are all distinct.
 - rows: ``min: 1``. Columns named in ``optional`` get ``required: false``.
 """
@@ -93,6 +95,14 @@ def _infer_column(
     else:
         spec["max_null_share"] = min(1.0, _ceil_to(null_share * 1.5 + 0.01, 0.01))
     distinct = values.nunique() if len(values) else 0
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        # A pandas category declares its levels: all of them are the categories, however
+        # many, and the column is not an id however distinct its values.
+        levels = series.cat.categories
+        spec["categories"] = (
+            [int(v) for v in levels] if dtype == "int" else [str(v) for v in levels]
+        )
+        return ColumnSpec(**spec)
     if dtype == "int" and 0 < distinct <= max_categories:
         spec["categories"] = sorted(int(v) for v in values.unique())
     elif dtype in ("float", "int") and len(values):
@@ -105,6 +115,9 @@ def _infer_column(
 
 
 def _infer_dtype(series: pd.Series) -> str:
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        levels = series.cat.categories
+        return "int" if pd.api.types.is_integer_dtype(levels.dtype) else "string"
     if pd.api.types.is_bool_dtype(series):
         return "bool"
     if pd.api.types.is_integer_dtype(series):

@@ -14,7 +14,7 @@ stable id that reports, gates and logs refer to::
     columns.<column>.nulls          share of nulls <= max_null_share
     columns.<column>.range          share of values outside [min, max] <= max_out_of_range_share
     columns.<column>.finite         no +/-inf (float columns without a range)
-    columns.<column>.categories     every value is one of ``categories``
+    columns.<column>.categories     every value is one of ``categories`` (unless ``unseen: allow``)
     columns.<column>.unique         no value occurs twice
 
 The last segment is the rule *kind*; a gate refers to all rules of one kind as
@@ -109,6 +109,12 @@ class ColumnSpec(StrictModel):
     categories: list[int | bool | str] | None = Field(
         default=None, description="The only values allowed (non-null)."
     )
+    unseen: Literal["reject", "allow"] = Field(
+        default="reject",
+        description="A value outside ``categories``: ``reject`` fails the categories rule "
+        "(batch and record); ``allow`` passes it (the model scores it in its unseen-category "
+        "bucket and the drift monitors see the new category).",
+    )
     unique: bool = Field(default=False, description="Whether every non-null value is distinct.")
 
     @field_validator("max")
@@ -145,6 +151,8 @@ class ColumnSpec(StrictModel):
             wrong = [v for v in self.categories if not _is_category_of(v, self.dtype)]
             if wrong:
                 raise ValueError(f"categories {wrong!r} are not {self.dtype} values")
+        if self.unseen == "allow" and self.categories is None:
+            raise ValueError("unseen applies to columns that list categories")
         if self.allow_infinite and self.dtype != "float":
             raise ValueError("allow_infinite applies to float columns only")
         return self
@@ -218,7 +226,7 @@ class Contract(StrictModel):
                 kinds.append("range")
             elif spec.dtype == "float" and not spec.allow_infinite:
                 kinds.append("finite")
-            if spec.categories is not None:
+            if spec.categories is not None and spec.unseen == "reject":
                 kinds.append("categories")
             if spec.unique:
                 kinds.append("unique")

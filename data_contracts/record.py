@@ -107,7 +107,8 @@ class _FieldCheck:
         self.high = spec.max if spec.max is not None else math.inf
         self.range_text = f"[{spec.min}, {spec.max}]" if spec.has_range else ""
         self.check_finite = not spec.has_range and spec.dtype == "float" and not spec.allow_infinite
-        self.categories = frozenset(spec.categories) if spec.categories is not None else None
+        checked = spec.categories is not None and spec.unseen == "reject"
+        self.categories = frozenset(spec.categories) if checked else None
         self.categories_text = repr(spec.categories)
 
     def check(self, value: Any) -> tuple[str, str] | None:

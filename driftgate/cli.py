@@ -21,7 +21,7 @@ from driftgate.commands.deploy import deploy as deploy_command
 from driftgate.commands.options import EXIT_FAILED, EXIT_REGISTRY, EXIT_USAGE, ConfigOption
 from driftgate.commands.options import setup_logging as _setup_logging
 from driftgate.commands.pipeline import CandidateFileOption, PreparedOption, with_prepared
-from driftgate.config import ProjectConfig, load_config, with_model_name
+from driftgate.config import ProjectConfig, load_config, set_default_config_file, with_model_name
 from driftgate.core.errors import DriftgateError
 from driftgate.core.redaction import install_redacting_record_factory, redact_credentials
 
@@ -35,13 +35,25 @@ app = typer.Typer(
 
 
 @app.callback()
-def _every_command() -> None:
+def _every_command(
+    config_path: Path | None = typer.Option(
+        None,
+        "--config",
+        help="Project config file for the command that follows (its own --config wins).",
+        dir_okay=False,
+    ),
+) -> None:
     """Train, gate, serve and monitor a PyTorch model."""
+    # `driftgate --config X train` and `driftgate train --config X` are the same.
+    set_default_config_file(config_path)
     # MLflow writes "🏃 View run NAME at: URL" to stdout for every run on a tracking
     # server, with the URL as configured: a tracking URI's user:password@ included. Its
     # own switch turns the print off for every command (and the service and flows they
     # start, which inherit the environment); driftgate prints the run id itself.
     os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
+    # MLflow draws a progress bar on stderr for every artifact download (a reference
+    # profile, a model): noise between the lines a user reads. Still theirs to turn on.
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     # Every log record masked where it is made, for every command: also those that set
     # up logging themselves (`serve`) or not at all.
     install_redacting_record_factory()

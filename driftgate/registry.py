@@ -15,11 +15,13 @@ One way for each thing written to MLflow:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
 import os
 import tempfile
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +34,7 @@ from driftgate import modelguard
 from driftgate.config import TrackingSettings
 from driftgate.core.errors import EXIT_BACKEND, EXIT_USAGE, DriftgateError
 from driftgate.core.redaction import redact_credentials
+from driftgate.training.features import FeatureSpec, numeric_specs
 
 log = logging.getLogger(__name__)
 
@@ -192,10 +195,11 @@ def log_training_run(
             mlflow.log_metrics(_loggable_metrics(epoch_metrics), step=step)
         mlflow.log_metrics(_loggable_metrics(metrics))
         mlflow.log_dict(dict(environment), "environment.json")
-        dataset = mlflow.data.from_pandas(
-            training_data, source=data_source, name="train", digest=data_digest
-        )
-        mlflow.log_input(dataset, context="training")
+        with _quiet_dataset_warnings():
+            dataset = mlflow.data.from_pandas(
+                training_data, source=data_source, name="train", digest=data_digest
+            )
+            mlflow.log_input(dataset, context="training")
         with tempfile.TemporaryDirectory() as scratch:
             if weights_writer is not None:
                 mlflow.log_artifacts(
@@ -335,6 +339,24 @@ def load_model_spec(tracking: TrackingSettings, model_name: str, version: str) -
     return spec
 
 
+# MLflow warns on every training run about things that are not the user's to fix:
+# a local path matches its two local-file dataset sources (both the same class), and
+# the training data's schema has integer columns (the dataset is a record of the data,
+# not the model's signature, which is float32). Only these two, only around the call.
+_MLFLOW_DATASET_NOISE = (
+    r"The specified dataset source can be interpreted in multiple ways",
+    r"Hint: Inferred schema contains integer column",
+)
+
+
+@contextlib.contextmanager
+def _quiet_dataset_warnings():
+    with warnings.catch_warnings():
+        for message in _MLFLOW_DATASET_NOISE:
+            warnings.filterwarnings("ignore", message=message, category=UserWarning)
+        yield
+
+
 def _param_value(value: Any) -> str | int | float | bool:
     if isinstance(value, int | float | bool) and not _non_finite(value):
         return value
@@ -454,6 +476,36 @@ def version_features(tracking: TrackingSettings, model_name: str, version: str) 
     if TAG_FEATURES not in tags:
         raise RegistryError(f"{model_name} v{version} has no {TAG_FEATURES} tag")
     return json.loads(tags[TAG_FEATURES])
+
+
+def version_feature_specs(
+    tracking: TrackingSettings, model_name: str, version: str
+) -> list[FeatureSpec]:
+    """The version's features with their kinds and categories, in model order: the
+    ``features`` of its ``weights/architecture.json`` (the ModelSpec training wrote).
+
+    A version without one (adopted, registered from files, or logged before feature
+    kinds) has numeric features only: its ``driftgate.features`` tag.
+    """
+    features = version_features(tracking, model_name, version)
+    model_version = _model_version(tracking, model_name, version)
+    if not model_version.run_id or is_adopted(model_version.tags):
+        return numeric_specs(features)
+    spec = load_model_spec(tracking, model_name, version)
+    if "flavour" not in spec or not spec.get("features"):
+        return numeric_specs(features)
+    try:
+        specs = [FeatureSpec.from_dict(item) for item in spec["features"]]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise RegistryError(
+            f"{model_name} v{version}: unreadable features in {ARCHITECTURE_FILE}: {exc}"
+        ) from None
+    if [item.name for item in specs] != list(features):
+        raise RegistryError(
+            f"{model_name} v{version}: {ARCHITECTURE_FILE} does not list the "
+            f"{TAG_FEATURES} features in their order"
+        )
+    return specs
 
 
 # Gate results, on the candidate version and on its run (docs/mlflow_ui.md lists them).

@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from driftgate.core.errors import DriftgateError
+from driftgate.training.features import category_key
 
 PROFILE_FORMAT_VERSION = 1
 PROFILE_JSON = "profile.json"
@@ -216,6 +217,10 @@ def numeric_values(series: pd.Series) -> np.ndarray:
 def category_counts(series: pd.Series) -> tuple[dict[str, int], int]:
     """Category counts (string keys) and the missing count of one column or chunk.
 
+    Keys are :func:`~driftgate.training.features.category_key`: ``3``, ``3.0`` and
+    ``"3"`` count as one category, as they are one category to the model (a JSON
+    client may send either, and a window read back from CSV turns ``"3"`` into 3).
+
     Counting on the original values first and converting only the distinct values to
     strings keeps this fast for large object columns.
     """
@@ -224,7 +229,7 @@ def category_counts(series: pd.Series) -> tuple[dict[str, int], int]:
     merged: dict[str, int] = {}
     for value, count in zip(counts.index, counts.to_numpy(), strict=True):
         if count:
-            key = str(value)
+            key = category_key(value)
             merged[key] = merged.get(key, 0) + int(count)
     return merged, missing
 

@@ -27,8 +27,10 @@ import numpy as np
 from driftgate import registry
 from driftgate.config import TrackingSettings
 from driftgate.core.redaction import redact_credentials
+from driftgate.serving.encoding import RecordEncoder
 from driftgate.serving.outputs import expected_shape
 from driftgate.serving.validation import RecordChecker
+from driftgate.training.features import FeatureSpec
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +49,17 @@ class LoadedModel:
     # and for multiclass the class labels in output-column order.
     task: str = "binary"
     classes: tuple[str, ...] = ()
+    # Kind and categories per feature (all numeric when empty): how records are encoded.
+    specs: tuple[FeatureSpec, ...] = ()
+    encoder: RecordEncoder = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        specs = self.specs or tuple(FeatureSpec(f) for f in self.features)
+        object.__setattr__(self, "encoder", RecordEncoder(specs))
+
+    def encode(self, records: list[dict]) -> np.ndarray:
+        """The float32 input matrix of validated ``records``, in :attr:`features` order."""
+        return self.encoder.encode(records)
 
     def predict(self, matrix: np.ndarray) -> np.ndarray:
         """The task's output per row of a float32 matrix in :attr:`features` order:
@@ -61,16 +74,25 @@ def load_version(
     tracking: TrackingSettings,
     model_name: str,
     version: str,
-    make_checker: Callable[[list[str]], RecordChecker],
+    make_checker: Callable[[list], RecordChecker],
 ) -> LoadedModel:
-    """Load ``version`` through the registry adapter and score one row to warm it up."""
-    features = registry.version_features(tracking, model_name, version)
+    """Load ``version`` through the registry adapter and score one row to warm it up.
+
+    ``make_checker`` gets the version's feature specs (names, kinds, categories)."""
+    specs = registry.version_feature_specs(tracking, model_name, version)
+    features = [spec.name for spec in specs]
     task, classes = registry.version_outputs(tracking, model_name, version)
     pyfunc = registry.load_pyfunc(tracking, f"models:/{model_name}/{version}")
     model = LoadedModel(
-        model_name, str(version), tuple(features), pyfunc, make_checker(features),
-        task=task, classes=classes,
-    )  # fmt: skip
+        model_name,
+        str(version),
+        tuple(features),
+        pyfunc,
+        make_checker(specs),
+        task=task,
+        classes=classes,
+        specs=tuple(specs),
+    )
     warm = model.predict(np.zeros((1, len(features)), dtype=np.float32))
     expected = expected_shape(task, 1, len(classes))
     if warm.shape != expected:
@@ -87,7 +109,7 @@ class ChampionWatcher:
     Args:
         tracking: Where the registry is.
         model_name: Registered model name.
-        make_checker: Builds the request validator for a version's features.
+        make_checker: Builds the request validator for a version's feature specs.
         poll_seconds: How often the alias is re-read.
         on_reload: Called with ``(outcome, version)`` after each load attempt
             (``"loaded"`` or ``"failed"``), e.g. for metrics.
@@ -97,7 +119,7 @@ class ChampionWatcher:
         self,
         tracking: TrackingSettings,
         model_name: str,
-        make_checker: Callable[[list[str]], RecordChecker],
+        make_checker: Callable[[list], RecordChecker],
         poll_seconds: float,
         on_reload: Callable[[str, str], None] | None = None,
     ) -> None:

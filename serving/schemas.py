@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import (
     AwareDatetime,
@@ -12,16 +12,22 @@ from pydantic import (
     Field,
     StrictFloat,
     StrictInt,
+    StringConstraints,
     field_validator,
 )
 
 from driftgate.stores.samples import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 
-FeatureValue = StrictFloat | StrictInt | None
+# A category may come as text (its name) or as an integer code; a numeric field's text
+# is refused by the per-record validation, naming the field. Text is capped: a
+# category name is short, and a record is stored as sent.
+MAX_CATEGORY_CHARS = 256
+CategoryText = Annotated[str, StringConstraints(strict=True, max_length=MAX_CATEGORY_CHARS)]
+FeatureValue = StrictFloat | StrictInt | CategoryText | None
 
 
 class PredictRequest(BaseModel):
-    """``{"records": [{feature: number, ...}, ...], "timestamp": optional}``."""
+    """``{"records": [{feature: number or category, ...}, ...], "timestamp": optional}``."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
+from driftgate.training.features import FeatureSpec
+
 
 class FieldError(NamedTuple):
     """One broken field of one record: what the 422 response lists."""
@@ -44,9 +46,12 @@ class FeatureChecker:
         features: Sequence[str],
         allow_extra: bool = False,
         nullable: Sequence[str] = (),
+        categorical: Sequence[str] = (),
     ) -> None:
         self.features = tuple(features)
         self._known = frozenset(features)
+        # Categorical features take a category's text or an integer code.
+        self.categorical = frozenset(categorical)
         self.allow_extra = allow_extra
         # Features whose null (JSON null) the model may score: driftgate models impute a
         # missing input with the training mean. NaN and infinities stay refused.
@@ -62,6 +67,16 @@ class FeatureChecker:
             if value is None:
                 if name not in self.nullable:
                     errors.append(FieldError(name, "null not allowed", "model.feature"))
+            elif name in self.categorical:
+                if isinstance(value, bool) or not isinstance(value, str | int):
+                    errors.append(
+                        FieldError(
+                            name,
+                            f"expected a category (text or integer code), got "
+                            f"{type(value).__name__}",
+                            "model.feature",
+                        )
+                    )
             elif isinstance(value, bool) or not isinstance(value, int | float):
                 errors.append(
                     FieldError(
@@ -94,13 +109,33 @@ def _unscorable(value: int | float) -> str | None:
         return f"value {value!r:.40} too large for the model's float32 input"
     return None
 
+    def normalise(self, records: list[dict]) -> list[dict]:
+        """Records as scored and stored; without a contract, as received."""
+        return records
+
 
 class ContractChecker:
-    """The contract's record rules, then the model's, one reason per field."""
+    """The contract's record rules, then the model's, one reason per field.
 
-    def __init__(self, contract_validator: Any, model_checker: FeatureChecker) -> None:
+    ``text_categories``: categorical features the contract types ``string``; an
+    integer code sent for one (``3`` for the category ``"3"``) is read as its text
+    before the rules run, so it is judged, scored and stored as the category it is.
+    """
+
+    def __init__(
+        self,
+        contract_validator: Any,
+        model_checker: FeatureChecker,
+        text_categories: Sequence[str] = (),
+    ) -> None:
         self.contract_validator = contract_validator
         self.model_checker = model_checker
+        self.text_categories = tuple(text_categories)
+
+    def normalise(self, records: list[dict]) -> list[dict]:
+        if not self.text_categories:
+            return records
+        return [_as_text(record, self.text_categories) for record in records]
 
     def validate(self, record: Mapping[str, Any]) -> list[FieldError]:
         errors = [
@@ -111,15 +146,40 @@ class ContractChecker:
         return errors
 
 
-def build_checker(features: Sequence[str], contract_path: str | Path | None) -> RecordChecker:
-    """The checker for a model version: contract plus model rules, or model rules only."""
+def _as_text(record: dict, fields: Sequence[str]) -> dict:
+    changed = None
+    for name in fields:
+        value = record.get(name)
+        if isinstance(value, int) and not isinstance(value, bool):
+            changed = changed or dict(record)
+            changed[name] = str(value)
+    return changed or record
+
+
+def build_checker(
+    features: Sequence[str] | Sequence[FeatureSpec], contract_path: str | Path | None
+) -> RecordChecker:
+    """The checker for a model version: contract plus model rules, or model rules only.
+
+    ``features`` are the version's feature names or specs (categorical features then
+    accept a category's text or an integer code).
+    """
+    specs = [f if isinstance(f, FeatureSpec) else FeatureSpec(str(f)) for f in features]
+    names = [spec.name for spec in specs]
+    categorical = [spec.name for spec in specs if spec.kind == "categorical"]
     if contract_path is None:
-        return FeatureChecker(features, allow_extra=False)
+        return FeatureChecker(names, allow_extra=False, categorical=categorical)
     from driftgate.data_contracts import Contract, RecordValidator
 
     contract = Contract.load(contract_path)
     nullable = [name for name, spec in contract.columns.items() if spec.nullable is True]
+    text = [
+        name
+        for name in categorical
+        if name in contract.columns and contract.columns[name].dtype == "string"
+    ]
     return ContractChecker(
         RecordValidator.from_contract(contract),
-        FeatureChecker(features, allow_extra=True, nullable=nullable),
+        FeatureChecker(names, allow_extra=True, nullable=nullable, categorical=categorical),
+        text_categories=text,
     )

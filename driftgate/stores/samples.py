@@ -58,6 +58,7 @@ from driftgate.stores._sql import (
     write_problem,
     write_transaction,
 )
+from driftgate.training.data import PARQUET_SUFFIXES, DataError, read_table
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +122,7 @@ class Sample:
         record_index: Position of the record in its request.
         model_name: Registered model name.
         model_version: The version that scored it.
-        features: The record as received (field -> number).
+        features: The record as received (field -> number, or category as text).
         prediction: binary: P(class 1); multiclass: the top class's probability;
             regression: the predicted value.
         predicted_class: binary: 0 or 1; multiclass: the class's index into the
@@ -135,7 +136,7 @@ class Sample:
     record_index: int
     model_name: str
     model_version: str
-    features: Mapping[str, float | int | None]
+    features: Mapping[str, float | int | str | None]
     prediction: float
     predicted_class: int
     received_at: datetime | None = field(default=None)
@@ -369,7 +370,8 @@ class FileSampleSource:
     """Production samples in Parquet or CSV files with a timestamp column.
 
     Args:
-        path: A ``.parquet`` / ``.csv`` file or a folder of them (read in name order).
+        path: A ``.parquet`` / ``.pq`` / ``.csv`` file or a folder of them (read in
+            name order), read as training reads data (:func:`training.data.read_table`).
         timestamp_column: The column holding each sample's time; renamed to
             ``timestamp`` in the windows.
     """
@@ -386,17 +388,16 @@ class FileSampleSource:
     def _files(self) -> list[Path]:
         if self.path.is_file():
             return [self.path]
-        files = sorted(p for p in self.path.iterdir() if p.suffix.lower() in (".parquet", ".csv"))
+        suffixes = (*PARQUET_SUFFIXES, ".csv")
+        files = sorted(p for p in self.path.iterdir() if p.suffix.lower() in suffixes)
         if not files:
-            raise StoreError(f"no .parquet or .csv files in {self.path}")
+            raise StoreError(f"no .parquet, .pq or .csv files in {self.path}")
         return files
 
     def _read(self, path: Path) -> pd.DataFrame:
         try:
-            frame = (
-                pd.read_parquet(path) if path.suffix.lower() == ".parquet" else pd.read_csv(path)
-            )
-        except Exception as exc:
+            frame = read_table(path)  # the reader every command uses
+        except DataError as exc:
             raise StoreError(f"cannot read sample file {path}: {exc}") from exc
         if self.timestamp_column not in frame.columns:
             raise StoreError(f"{path}: no timestamp column '{self.timestamp_column}'")

@@ -6,7 +6,6 @@ import asyncio
 import logging
 from datetime import UTC, datetime
 
-import numpy as np
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
@@ -84,6 +83,8 @@ async def predict(request: Request, svc: Service):
             errors=[{"record": None, "field": "timestamp", "reason": "not accepted"}],
         )
     large = len(body.records) > INLINE_RECORDS
+    # An integer code sent for a text category is read as its text (see validation).
+    body.records = model.checker.normalise(body.records)
     if large:  # validation of a large request must not stall the event loop
         errors, total, invalid = await run_in_threadpool(_broken_fields, model, body.records)
     else:
@@ -94,9 +95,7 @@ async def predict(request: Request, svc: Service):
             422, "request breaks the input contract", request_id, **capped(errors, total)
         )
 
-    matrix = np.array(
-        [[record[f] for f in model.features] for record in body.records], dtype=np.float32
-    )
+    matrix = model.encode(body.records)
     if large:
         outputs = await run_in_threadpool(model.predict, matrix)
     else:

