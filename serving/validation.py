@@ -30,6 +30,10 @@ class RecordChecker(Protocol):
 
     def validate(self, record: Mapping[str, Any]) -> Sequence[FieldError]: ...
 
+    def normalise(self, records: list[dict]) -> list[dict]:
+        """The records as they will be scored and stored (e.g. a code read as its text)."""
+        ...
+
 
 class FeatureChecker:
     """The model's needs: each feature present and a finite number (not a bool).
@@ -56,6 +60,10 @@ class FeatureChecker:
         # Features whose null (JSON null) the model may score: driftgate models impute a
         # missing input with the training mean. NaN and infinities stay refused.
         self.nullable = frozenset(nullable)
+
+    def normalise(self, records: list[dict]) -> list[dict]:
+        """Records as scored and stored; without a contract, as received."""
+        return records
 
     def validate(self, record: Mapping[str, Any]) -> list[FieldError]:
         errors = []
@@ -108,10 +116,6 @@ def _unscorable(value: int | float) -> str | None:
     if abs(number) > FLOAT32_MAX:
         return f"value {value!r:.40} too large for the model's float32 input"
     return None
-
-    def normalise(self, records: list[dict]) -> list[dict]:
-        """Records as scored and stored; without a contract, as received."""
-        return records
 
 
 class ContractChecker:
