@@ -3,7 +3,8 @@
 442 patients, ten baseline measurements (age, sex, body-mass index, blood pressure and
 six serum values, as scikit-learn ships them: mean-centred and scaled) and the target,
 a measure of disease progression one year later (25..346). Nothing downloads. Rows are
-shuffled with a fixed seed; driftgate dates row ``i`` as ``data.start_date + i`` days.
+shuffled with a fixed seed; each row ``i`` is dated 2024-01-01 + ``i`` days
+in its ``date`` column (``data.time_column``).
 In the production period (the rows after ``REFERENCE_ROWS``) ``bmi`` and ``s5`` are
 moved up by two standard deviations: a clinic with a heavier population.
 
@@ -16,6 +17,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 SEED = 14
 REFERENCE_ROWS = 340  # driftgate.yaml: data.reference_rows
@@ -29,6 +31,9 @@ def diabetes_frame():
     frame = load_diabetes(as_frame=True).frame.rename(columns={"target": "progression"})
     order = np.random.default_rng(SEED).permutation(len(frame))
     frame = frame.iloc[order].reset_index(drop=True)
+    # One row a day: the example's time column (data.time_column: date).
+    days = pd.date_range("2024-01-01", periods=len(frame), freq="D")
+    frame.insert(0, "date", days.strftime("%Y-%m-%d"))
     for column in DRIFTED:
         frame.loc[REFERENCE_ROWS:, column] += SHIFT_STDS * frame[column].std()
     return frame

@@ -2,10 +2,11 @@
 
 The 178 wines (13 chemical measurements, 3 cultivars) ship inside scikit-learn, so
 nothing downloads. The rows are shuffled with a fixed seed (the bundled file is sorted
-by cultivar, and driftgate splits in row order); driftgate dates row ``i`` as
-``data.start_date + i`` days. The last ``PRODUCTION_ROWS`` rows are the production
-period, and there the drift is injected: ``alcohol`` and ``color_intensity`` are moved
-up by two standard deviations of the whole set, as a new supplier's grapes might.
+by cultivar, and driftgate splits in time order); row ``i`` is dated 2024-01-01 + ``i``
+days in its ``date`` column (``data.time_column``). The last ``PRODUCTION_ROWS`` rows
+are the production period, and there the drift is injected: ``alcohol`` and
+``color_intensity`` are moved up by two standard deviations of the whole set, as a new
+supplier's grapes might.
 
     python examples/wine/make_data.py            # writes examples/wine/wine.csv
 """
@@ -16,6 +17,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 SEED = 14
 REFERENCE_ROWS = 130  # driftgate.yaml: data.reference_rows
@@ -31,6 +33,9 @@ def wine_frame():
     frame["cultivar"] = frame.pop("target").map({0: "barolo", 1: "grignolino", 2: "barbera"})
     order = np.random.default_rng(SEED).permutation(len(frame))
     frame = frame.iloc[order].reset_index(drop=True)
+    # One row a day: the example's time column (data.time_column: date).
+    days = pd.date_range("2024-01-01", periods=len(frame), freq="D")
+    frame.insert(0, "date", days.strftime("%Y-%m-%d"))
     for column in DRIFTED:
         frame.loc[REFERENCE_ROWS:, column] += SHIFT_STDS * frame[column].std()
     return frame

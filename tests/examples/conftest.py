@@ -72,18 +72,19 @@ def run_example(name: str, folder: Path) -> ExampleRun:
     promotion = run_promotion(config, gates)
     data = prepare_data(config, validate_contract=False)
     production = data.splits.production.reset_index(drop=True)
+    time = config.data.time
     responses = []
     with ThreadedService(config, config.serving) as service:
         for _, row in production.iterrows():
             record = {f: float(row[f]) for f in data.features}
             answer = service.client.post(
                 "/predict",
-                json={"records": [record], "timestamp": f"{row['date']:%Y-%m-%d}T12:00:00+00:00"},
+                json={"records": [record], "timestamp": f"{row[time]:%Y-%m-%d}T12:00:00+00:00"},
             )
             assert answer.status_code == 200, answer.text
             responses.append(answer.json())
-    start = production["date"].iloc[0].tz_localize("UTC")
-    end = production["date"].iloc[-1].tz_localize("UTC") + pd.Timedelta(days=1)
+    start = production[time].iloc[0].tz_localize("UTC")
+    end = production[time].iloc[-1].tz_localize("UTC") + pd.Timedelta(days=1)
     verdict = drift_check.judge_window(config, gates, start, end)
     store = drift_check.review_store(config)
     try:
