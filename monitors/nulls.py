@@ -57,8 +57,8 @@ TAIL_SHARE = 0.02
 EXACT_SIZES = 256  # windows up to this size get their own null; larger ones a 3% grid
 GRID_STEP = 1.03
 _CACHE_SIZE = 4096
-CONDITIONED_DRAWS = 1000
-MAX_CONDITIONED_BINS = 64
+CONDITIONED_DRAWS = 400
+MAX_CONDITIONED_BINS = 32
 _cache: OrderedDict[tuple, MixtureNull] = OrderedDict()
 
 
