@@ -291,7 +291,9 @@ def main(argv=None) -> int:
     rows_by_data = {}
     started = time.perf_counter()
     print("1. per-check false alarms (no drift)")
-    print("data      rows    at 5% nominal (per feature)   old kl>=0.1 (per check)   new (per check)")
+    print(
+        "data      rows    at 5% nominal (per feature)   old kl>=0.1 (per check)   new (per check)"
+    )
     for name, population in data.items():
         rows = per_check_calibration(population, SIZES, references, windows, seed=1)
         rows_by_data[name] = rows
@@ -305,9 +307,14 @@ def main(argv=None) -> int:
     for name, population in data.items():
         old, new = false_review_months(population, months, seed=2)
         se = math.sqrt(0.05 * 0.95 / months)
-        print(f"{name:<9} old {100 * old:5.1f}%   new {100 * new:4.1f}% (budget 5%, MC sd {100 * se:.1f})")
+        print(
+            f"{name:<9} old {100 * old:5.1f}%   new {100 * new:4.1f}% "
+            f"(budget 5%, MC sd {100 * se:.1f})"
+        )
     days = months
-    print(f"\n3. days of 48 checks of 30 rows with a false pause, steady missing rate ({days} days)")
+    print(
+        f"\n3. days of 48 checks of 30 rows with a false pause, steady missing rate ({days} days)"
+    )
     for ref_rate, cur_rate in ((0.01, 0.01), (0.01, 0.02), (0.02, 0.02)):
         old, new, old_w, new_w = missing_days(days, 3, ref_rate, cur_rate)
         print(

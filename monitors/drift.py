@@ -506,9 +506,7 @@ def evaluate_window(
             results.append(result)
 
     tested = [
-        r
-        for r in results
-        if r.direction == "p_value" and r.status == "ok" and r.level is None
+        r for r in results if r.direction == "p_value" and r.status == "ok" and r.level is None
     ]
     adjusted = adjust_p_values([r.p_value for r in tested], correction)
     for result, p_adjusted in zip(tested, adjusted, strict=True):

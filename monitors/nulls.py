@@ -90,7 +90,7 @@ class NullDistribution:
         b = self.draws.size
         tail_count = max(int(b * TAIL_SHARE), 20)
         if level * (b + 1) >= tail_count:
-            k = int(math.floor(level * (b + 1))) - 1  # draws strictly above the value
+            k = math.floor(level * (b + 1)) - 1  # draws strictly above the value
             return float(self.draws[b - 1 - k]) if k >= 0 else float(self.draws[-1])
         return self.tail_start + self.tail_scale * math.log((tail_count / b) / level)
 
@@ -197,7 +197,7 @@ def null_population(reference) -> tuple[np.ndarray, int]:
         seen = adjusted.sum()
         counts = np.concatenate([adjusted * total * (1 - unseen) / seen, [unseen * total]])
     total = counts.sum()
-    return counts / total, int(round(total))
+    return counts / total, round(total)
 
 
 def grid_size(n: int) -> int:

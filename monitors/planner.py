@@ -198,7 +198,9 @@ def plan_monitor(monitor: Monitor, profile, rows_per_window: int, within: int = 
     plan.min_rows = _min_rows(metric, features, monitor, level)
     name = f"{monitor.name}: {rows_per_window} rows per {monitor.window} window"
     if plan.min_detectable is not None and math.isinf(plan.min_detectable):
-        plan.warnings.append(f"{name} is too few for any decision: every check is insufficient_data")
+        plan.warnings.append(
+            f"{name} is too few for any decision: every check is insufficient_data"
+        )
     elif plan.min_rows is not None and rows_per_window < plan.min_rows:
         factor = math.ceil(plan.min_rows / max(rows_per_window, 1))
         plan.warnings.append(

@@ -317,8 +317,7 @@ def group_by_threshold(
         key = _decision_key(monitor, monitor.feature_count(all_features))
         for group in groups:
             if all(
-                m.metric != monitor.metric
-                or _decision_key(m, m.feature_count(all_features)) == key
+                m.metric != monitor.metric or _decision_key(m, m.feature_count(all_features)) == key
                 for m in group
             ):
                 group.append(monitor)

@@ -47,7 +47,6 @@ from driftgate.monitors.rules import (
     Monitor,
     MonitorResult,
     check_monitors_against,
-    drift_tests_of,
     evaluate_monitor,
     group_by_threshold,
     parse_duration,
@@ -430,9 +429,7 @@ def record(
                 },
                 **{f"monitor.{r.monitor}.breached": float(r.breached) for r in results},
                 **{
-                    f"monitor.{r.monitor}.insufficient_data": float(
-                        r.status == "insufficient_data"
-                    )
+                    f"monitor.{r.monitor}.insufficient_data": float(r.status == "insufficient_data")
                     for r in results
                 },
                 **{

@@ -40,9 +40,7 @@ def observed_rows_per_window(config: ProjectConfig, gates: GateConfig) -> dict[s
             "pass --rows-per-window N"
         )
     per_second = len(samples) / TRAFFIC_LOOKBACK.total_seconds()
-    return {
-        m.name: max(int(round(per_second * m.length.total_seconds())), 1) for m in gates.monitors
-    }
+    return {m.name: max(round(per_second * m.length.total_seconds()), 1) for m in gates.monitors}
 
 
 def plan_monitors(
@@ -57,7 +55,8 @@ def plan_monitors(
     if profile is None:
         from driftgate.jobs.drift_check import load_champion_profile
 
-        version = registry.alias_version(config.tracking, config.model.name, registry.CHAMPION_ALIAS)
+        name = config.model.name
+        version = registry.alias_version(config.tracking, name, registry.CHAMPION_ALIAS)
         if version is None:
             raise registry.RegistryError(
                 f"model '{config.model.name}' has no champion: its reference profile is what "

@@ -125,8 +125,10 @@ class MonitorStateStore:
             row = connection.execute(query).mappings().first()
             if row is not None and row["last_window_end_us"] is not None:
                 if (row["last_window_start_us"], row["last_window_end_us"]) == (start, end):
-                    why = "" if row["last_fire"] or not result.breached else (
-                        "this window was judged before and did not fire then"
+                    why = (
+                        ""
+                        if row["last_fire"] or not result.breached
+                        else ("this window was judged before and did not fire then")
                     )
                     return Firing(row["consecutive"], row["last_fire"], why)
                 if end <= row["last_window_end_us"]:

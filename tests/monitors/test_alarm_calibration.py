@@ -18,7 +18,7 @@ def populations():
 
 def test_per_check_false_alarms_are_nominal_at_every_window_size(populations):
     rows = bench.per_check_calibration(populations["rainfall"], (30, 1_000, 100_000), 3, 100, 1)
-    for n, nominal, tests, old, new, checks in rows:
+    for n, nominal, _tests, _old, new, checks in rows:
         assert abs(nominal - bench.NOMINAL) <= 0.01, (n, nominal)
         assert new <= 0.05 / 720 + 3 * math.sqrt(0.05 / 720 / checks), (n, new)
     assert rows[0][3] == 1.0  # the bare kl >= 0.1 rule: every 30-row window breaches
@@ -37,7 +37,7 @@ def test_months_of_hourly_checks_stay_within_the_false_review_budget(populations
 
 def test_a_steady_missing_rate_never_pauses_and_a_silent_sensor_does():
     for reference_rate, current_rate in ((0.01, 0.01), (0.01, 0.02), (0.02, 0.02)):
-        old, new, _, pauses = bench.missing_days(100, 3, reference_rate, current_rate)
+        old, _new, _, pauses = bench.missing_days(100, 3, reference_rate, current_rate)
         assert pauses == 0 and old > 0.5
     first, median, _ = bench.silent_sensor(0.5, 2_000, 4)
     assert first >= 0.95 and median == 1

@@ -93,9 +93,7 @@ def test_missing_share_is_a_one_sided_exact_binomial_test(normal_profile):
 
 
 def test_a_single_row_is_insufficient_data_never_a_breach(normal_profile):
-    report = check_drift(
-        normal_profile, next(windows(1, 1, 2)), tests=["kl"], levels={"kl": 1e-5}
-    )
+    report = check_drift(normal_profile, next(windows(1, 1, 2)), tests=["kl"], levels={"kl": 1e-5})
     assert {r.status for r in report.results} == {"insufficient_data"}
     assert not any(r.drifted for r in report.results)
     monitor = Monitor(
