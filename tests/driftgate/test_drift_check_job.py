@@ -325,3 +325,18 @@ def test_an_older_window_that_breaches_says_why_it_does_not_fire(monitored):
     assert kl["breached"] and not kl["fired"]
     assert "state ahead of this window" in kl["why"]
     assert "state ahead" in verdict.markdown()
+
+
+def test_monitors_plan_reads_the_champion_and_warns_at_low_traffic(monitored):
+    from driftgate.core.yamlconfig import ConfigError
+    from driftgate.jobs import monitor_plan
+
+    config, gates = monitored["config"], monitored["gates"]
+    plans = monitor_plan.plan_monitors(config, gates, rows_per_window=30)
+    assert [p.monitor for p in plans] == [m.name for m in gates.monitors]
+    assert all(p.warnings for p in plans)
+    assert "too few for kl 0.1" in monitor_plan.describe(plans, 12)
+    with pytest.raises(ConfigError, match="--rows-per-window"):
+        monitor_plan.plan_monitors(config, gates)  # no sample in the last day
+    (line,) = monitor_plan.deploy_warnings(config, gates)
+    assert line.startswith("monitors plan skipped")
