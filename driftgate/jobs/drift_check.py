@@ -112,6 +112,9 @@ class WindowVerdict:
             "rows": self.rows,
             "model_version": self.model_version,
             "breached": self.breached,
+            "insufficient_data": [
+                r.monitor for r in self.results if r.status == "insufficient_data"
+            ],
             "actions": [a.__dict__ for a in self.actions],
             "run_id": self.run_id,
             "report": str(self.report_dir / "summary.md") if self.report_dir else None,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
+from pathlib import Path
 
 from driftgate import registry
 from driftgate.config import ProjectConfig
@@ -72,7 +73,10 @@ def plan_monitors(
 
 def deploy_warnings(config: ProjectConfig, gates: GateConfig) -> list[str]:
     """The planner's warnings for ``driftgate deploy`` (observed traffic), or one line
-    saying why there is no plan yet (no champion, no traffic)."""
+    saying why there is no plan yet (no tracking store, no champion, no traffic)."""
+    uri = str(config.tracking.uri)
+    if uri.startswith("sqlite:///") and not Path(uri.removeprefix("sqlite:///")).exists():
+        return [f"monitors plan skipped: no tracking store yet at {uri} (train a champion first)"]
     try:
         plans = plan_monitors(config, gates)
     except DriftgateError as exc:
