@@ -86,9 +86,17 @@ class DriftResult:
         adjusted_p_value: p-value after the correction (equal to ``p_value`` without one).
         effect_size: Effect size of a p-value test (KS D, Cramér's V).
         effect_size_floor: Smallest effect size that may count as drift.
-        status: ``ok`` or ``no_data``.
+        status: ``ok``, ``no_data`` or ``insufficient_data`` (a calibrated decision
+            on a window too small for any outcome to be significant: never drifted).
         reason: Why the result has no data, or empty.
         details: Extra JSON-able facts from the statistic.
+        level: Per-test level of a calibrated decision (:mod:`monitors.budget`), or None
+            for the bare threshold rule.
+        bias_corrected: ``value`` minus its expected no-drift value at this window's
+            size (calibrated decisions).
+        min_detectable: The smallest value this window could have flagged:
+            ``max(threshold, critical value at level)`` in ``units`` (for
+            ``missing_share``: the smallest rise of the missing share).
     """
 
     feature: str
@@ -106,6 +114,9 @@ class DriftResult:
     status: str = "ok"
     reason: str = ""
     details: dict[str, Any] = field(default_factory=dict)
+    level: float | None = None
+    bias_corrected: float | None = None
+    min_detectable: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return _jsonable(asdict(self))
@@ -192,7 +203,7 @@ class DriftReport:
         metrics = {
             f"{prefix}.{r.feature}.{r.test}": float(r.value)
             for r in self.results
-            if r.status == "ok" and math.isfinite(r.value)
+            if r.status in ("ok", "insufficient_data") and math.isfinite(r.value)
         }
         metrics[f"{prefix}.share_drifted"] = self.share_drifted
         return metrics
@@ -298,6 +309,7 @@ def check_drift(
     effect_size_floor: float | Mapping[str, float] | None = None,
     thresholds: Mapping[str, float] | None = None,
     drift_share: float = DEFAULT_DRIFT_SHARE,
+    levels: Mapping[str, float] | None = None,
 ) -> DriftReport:
     """Compare a current window with a reference profile.
 
@@ -318,6 +330,9 @@ def check_drift(
         thresholds: Test name -> threshold, overriding ``alpha`` (p-value tests) or the
             test's default (distance tests).
         drift_share: Share of drifted features at which the dataset drifts.
+        levels: Test name -> per-test level: those tests are decided calibrated to the
+            window's size (:mod:`monitors.nulls`): drifted when over the threshold
+            (p-value tests: the effect-size floor) *and* p-value <= level.
 
     Returns:
         The report with one result per feature and test.
@@ -337,6 +352,7 @@ def check_drift(
         effect_size_floor,
         thresholds,
         drift_share,
+        levels,
     )
 
 
@@ -349,6 +365,7 @@ def check_drift_counts(
     effect_size_floor: float | Mapping[str, float] | None = None,
     thresholds: Mapping[str, float] | None = None,
     drift_share: float = DEFAULT_DRIFT_SHARE,
+    levels: Mapping[str, float] | None = None,
 ) -> DriftReport:
     """:func:`check_drift` on a window already reduced to counts.
 
@@ -370,6 +387,7 @@ def check_drift_counts(
         effect_size_floor,
         dict(thresholds or {}),
         drift_share,
+        dict(levels or {}),
     )
 
 
@@ -393,6 +411,48 @@ def _validated_plan(
     return _tests_for(profile, tests)
 
 
+def _decide_calibrated(result: DriftResult, reference, counts, level: float) -> None:
+    """Drifted when over the threshold (p-value tests: the effect-size floor) and
+    significant at ``level`` for this window's size; ``insufficient_data`` when no
+    outcome of this size could be (see :mod:`monitors.nulls`)."""
+    from driftgate.monitors.nulls import calibrated
+    from driftgate.monitors.stattests.ks import ks_p_value
+
+    result.level = level
+    if result.direction == "p_value":
+        result.adjusted_p_value = result.p_value
+        floor = result.effect_size_floor or 0.0
+        result.min_detectable = floor
+        if result.test == "ks":
+            extreme = ks_p_value(1.0, reference.non_missing, counts.non_missing)[1]
+            if extreme > level:
+                result.status = "insufficient_data"
+                result.reason = (
+                    f"{counts.non_missing} values: even D = 1 is not significant at level "
+                    f"{level:.3g}"
+                )
+                return
+        large_enough = result.effect_size is not None and result.effect_size >= floor
+        result.drifted = bool(result.p_value <= level and large_enough)
+        return
+    if result.test == "wasserstein":
+        result.details["calibrated"] = False
+        result.drifted = bool(result.value >= result.threshold)
+        return
+    outcome = calibrated(result.test, reference, counts, result.value, result.threshold, level)
+    result.p_value = result.adjusted_p_value = outcome.p_value
+    result.bias_corrected = outcome.bias_corrected
+    result.min_detectable = outcome.min_detectable
+    if outcome.insufficient:
+        result.status, result.reason = "insufficient_data", outcome.reason
+        return
+    if result.test == "missing_share":  # one-sided: only a rise of the missing share
+        over = result.details["change"] >= result.threshold
+    else:
+        over = result.value >= result.threshold
+    result.drifted = bool(over and outcome.p_value <= level)
+
+
 def evaluate_window(
     profile: ReferenceProfile,
     window: Window,
@@ -402,8 +462,13 @@ def evaluate_window(
     effect_size_floor: float | Mapping[str, float] | None,
     thresholds: Mapping[str, float],
     drift_share: float,
+    levels: Mapping[str, float] | None = None,
 ) -> DriftReport:
     """Run the planned tests on summarised window counts (see :func:`check_drift`)."""
+    levels = levels or {}
+    for test_name, level in levels.items():
+        if not 0 < level < 1:
+            raise DriftConfigError(f"level of {test_name!r} must be in (0, 1), got {level}")
     results: list[DriftResult] = []
     for name, test_names in plan.items():
         reference, counts = profile.features[name], window.features[name]
@@ -436,9 +501,13 @@ def evaluate_window(
                 result.p_value = outcome.p_value
                 result.effect_size = outcome.effect_size
                 result.details = dict(outcome.details)
+                if test_name in levels:
+                    _decide_calibrated(result, reference, counts, levels[test_name])
             results.append(result)
 
-    tested = [r for r in results if r.direction == "p_value" and r.status == "ok"]
+    tested = [
+        r for r in results if r.direction == "p_value" and r.status == "ok" and r.level is None
+    ]
     adjusted = adjust_p_values([r.p_value for r in tested], correction)
     for result, p_adjusted in zip(tested, adjusted, strict=True):
         result.adjusted_p_value = p_adjusted
@@ -447,7 +516,7 @@ def evaluate_window(
         )
         result.drifted = bool(p_adjusted < result.threshold and large_enough)
     for result in results:
-        if result.direction == "distance" and result.status == "ok":
+        if result.direction == "distance" and result.status == "ok" and result.level is None:
             result.drifted = bool(result.value >= result.threshold)
 
     features: dict[str, FeatureInfo] = {}

@@ -30,6 +30,7 @@ import pandas as pd
 from pydantic import Field, field_validator
 
 from driftgate.core.yamlconfig import ConfigError, StrictModel
+from driftgate.monitors.budget import FalseAlarms, checks_in, per_test_level
 
 CONTRACT_PREFIX = "contract:"
 # Every kind of rule a contract makes (data_contracts.model.Contract.rules), and ``any``
@@ -105,6 +106,23 @@ class Monitor(StrictModel):
     action: str = Field(min_length=1, description="a registered monitor action")
     consecutive_breaches: int = Field(1, ge=1)
     window: str = Field("1h", description="window length, e.g. 30m, 1h (at most 366d)")
+    false_alarms: FalseAlarms = Field(
+        default_factory=FalseAlarms,
+        description="largest chance of a false fire per horizon, spent across the checks "
+        "of the schedule and the features (monitors.budget)",
+    )
+    effect_size_floor: float | None = Field(
+        None,
+        ge=0,
+        description="p-value tests (ks, chi2): the smallest effect size that may breach "
+        "(default: the test's own, ks D >= 0.05, chi2 V >= 0.1); distance tests: the "
+        "threshold is the floor",
+    )
+    calibrated: bool = Field(
+        True,
+        description="breach only when the value is over the threshold AND significant at "
+        "the window's size (false: the bare threshold, as before issue 15)",
+    )
 
     @field_validator("metric")
     @classmethod
@@ -148,6 +166,22 @@ class Monitor(StrictModel):
     @property
     def length(self) -> pd.Timedelta:
         return parse_duration(self.window)
+
+    @property
+    def checks_per_horizon(self) -> int:
+        """Scheduled checks in the false-alarm horizon (720 for hourly over 30d)."""
+        return checks_in(self.schedule, self.false_alarms.horizon)
+
+    def level(self, features: int) -> float | None:
+        """Level of each feature's test per check, or None (not calibrated / contract)."""
+        if not self.calibrated or self.metric.startswith(CONTRACT_PREFIX):
+            return None
+        return per_test_level(
+            self.false_alarms.rate, self.checks_per_horizon, features, self.consecutive_breaches
+        )
+
+    def feature_count(self, all_features: Iterable[str]) -> int:
+        return len(list(all_features)) if self.features == "all" else len(self.features)
 
 
 def check_monitors_against(
@@ -208,9 +242,12 @@ class MonitorResult:
     """One monitor on one window.
 
     ``status`` is ``ok`` (evaluated), ``no_data`` (empty window or all values missing:
-    reported, never a silent pass) or ``error`` (the metric cannot be evaluated).
-    ``observed`` is the worst value among the monitor's features (largest distance,
-    smallest p-value, most failed contract rules).
+    reported, never a silent pass), ``insufficient_data`` (too few rows for any outcome
+    to be significant at the monitor's level: never a pass, never a breach) or
+    ``error`` (the metric cannot be evaluated). ``observed`` is the worst value among
+    the monitor's features (largest distance, smallest p-value, most failed contract
+    rules); ``p_value`` the smallest p-value of a calibrated decision, ``level`` its
+    per-feature level and ``min_detectable`` the smallest value the window could flag.
     """
 
     monitor: str
@@ -222,32 +259,67 @@ class MonitorResult:
     status: str = "ok"
     breached_features: list[str] = field(default_factory=list)
     reason: str = ""
+    p_value: float | None = None
+    level: float | None = None
+    bias_corrected: float | None = None
+    min_detectable: float | None = None
 
     def to_dict(self) -> dict:
         data = asdict(self)
-        if self.observed is not None and not math.isfinite(self.observed):
-            data["observed"] = str(self.observed)
+        for key in ("observed", "p_value", "bias_corrected", "min_detectable"):
+            if data[key] is not None and not math.isfinite(data[key]):
+                data[key] = str(data[key])
         return data
+
+
+def _decision_key(monitor: Monitor, features: int) -> tuple:
+    return (monitor.threshold, monitor.level(features), monitor.effect_size_floor)
 
 
 def drift_tests_of(monitors: list[Monitor]) -> dict[str, float]:
     """Drift test name -> threshold to pass to ``check_drift`` for these monitors.
 
-    Two monitors on the same test with different thresholds cannot share one drift
-    computation's decision; the caller runs one check per distinct threshold (see
-    :func:`group_by_threshold`).
+    Two monitors on the same test with different thresholds (or levels, or floors)
+    cannot share one drift computation's decision; the caller runs one check per
+    distinct decision (see :func:`group_by_threshold`).
     """
     return {m.metric: m.threshold for m in monitors if not m.metric.startswith(CONTRACT_PREFIX)}
 
 
-def group_by_threshold(monitors: list[Monitor]) -> list[list[Monitor]]:
-    """Split drift monitors into groups in which every test has a single threshold."""
+def decision_options(monitors: list[Monitor], all_features: Iterable[str]) -> dict:
+    """``check_drift`` keyword arguments deciding these monitors (one group of
+    :func:`group_by_threshold`): thresholds, per-test levels and effect-size floors."""
+    all_features = list(all_features)
+    drift = [m for m in monitors if not m.metric.startswith(CONTRACT_PREFIX)]
+    levels = {
+        m.metric: m.level(m.feature_count(all_features))
+        for m in drift
+        if m.level(m.feature_count(all_features)) is not None
+    }
+    floors = {m.metric: m.effect_size_floor for m in drift if m.effect_size_floor is not None}
+    return {
+        "thresholds": drift_tests_of(drift),
+        "levels": levels,
+        "effect_size_floor": floors or None,
+    }
+
+
+def group_by_threshold(
+    monitors: list[Monitor], all_features: Iterable[str] = ()
+) -> list[list[Monitor]]:
+    """Split drift monitors into groups in which every test has a single decision
+    (threshold, level, effect-size floor)."""
+    all_features = list(all_features)
     groups: list[list[Monitor]] = []
     for monitor in monitors:
         if monitor.metric.startswith(CONTRACT_PREFIX):
             continue
+        key = _decision_key(monitor, monitor.feature_count(all_features))
         for group in groups:
-            if all(m.metric != monitor.metric or m.threshold == monitor.threshold for m in group):
+            if all(
+                m.metric != monitor.metric or _decision_key(m, m.feature_count(all_features)) == key
+                for m in group
+            ):
                 group.append(monitor)
                 break
         else:
@@ -300,12 +372,15 @@ def evaluate_monitor(monitor: Monitor, drift_report=None, contract_result=None) 
     evaluated = [r for r in results if r.status == "ok"]
     if not evaluated:
         reasons = sorted({r.reason for r in results if r.reason})
+        insufficient = any(r.status == "insufficient_data" for r in results)
         return MonitorResult(
             **base,
             breached=False,
             observed=None,
-            status="no_data",
+            status="insufficient_data" if insufficient else "no_data",
             reason="; ".join(reasons) or "no data in the window",
+            level=results[0].level,
+            min_detectable=_largest(r.min_detectable for r in results),
         )
     breached = sorted(r.feature for r in evaluated if r.drifted)
     if evaluated[0].direction == "p_value":
@@ -315,14 +390,24 @@ def evaluate_monitor(monitor: Monitor, drift_report=None, contract_result=None) 
     else:
         observed = max(r.value for r in evaluated)
     no_data = [r.feature for r in results if r.status != "ok"]
-    reason = f"no data for {', '.join(no_data)}" if no_data else ""
+    reason = f"no data or too few rows for {', '.join(no_data)}" if no_data else ""
+    p_values = [r.p_value for r in evaluated if r.level is not None and r.p_value is not None]
     return MonitorResult(
         **base,
         breached=bool(breached),
         observed=float(observed),
         breached_features=breached,
         reason=reason,
+        p_value=min(p_values) if p_values else None,
+        level=evaluated[0].level,
+        bias_corrected=_largest(r.bias_corrected for r in evaluated),
+        min_detectable=_largest(r.min_detectable for r in evaluated),
     )
+
+
+def _largest(values) -> float | None:
+    present = [float(v) for v in values if v is not None]
+    return max(present) if present else None
 
 
 def _contract_monitor(monitor: Monitor, contract_result, base: dict) -> MonitorResult:
@@ -352,10 +437,12 @@ def _contract_monitor(monitor: Monitor, contract_result, base: dict) -> MonitorR
 
 @dataclass(frozen=True)
 class Firing:
-    """Hysteresis: ``consecutive`` breaching windows so far; ``fire`` when enough."""
+    """Hysteresis: ``consecutive`` breaching windows so far; ``fire`` when enough;
+    ``why``: why a breaching window does not fire (empty otherwise)."""
 
     consecutive: int
     fire: bool
+    why: str = ""
 
 
 def apply_hysteresis(monitor: Monitor, result: MonitorResult, consecutive_before: int) -> Firing:
@@ -363,4 +450,11 @@ def apply_hysteresis(monitor: Monitor, result: MonitorResult, consecutive_before
     if result.status != "ok":
         return Firing(consecutive_before, False)
     consecutive = consecutive_before + 1 if result.breached else 0
-    return Firing(consecutive, result.breached and consecutive >= monitor.consecutive_breaches)
+    fire = result.breached and consecutive >= monitor.consecutive_breaches
+    why = ""
+    if result.breached and not fire:
+        why = (
+            f"hysteresis: breach {consecutive} of {monitor.consecutive_breaches} in a row "
+            "needed to fire"
+        )
+    return Firing(consecutive, fire, why)

@@ -44,6 +44,10 @@ def deploy(
         config, gates, config_path=worker_config or None, promote_after_training=not no_promote
     )
     typer.echo(describe(plans))
+    from driftgate.jobs.monitor_plan import deploy_warnings
+
+    for warning in deploy_warnings(config, gates):
+        typer.echo(f"warning: {warning}", err=True)
     if dry_run:
         return
     from driftgate.flows.deployments import DeployError, prefect_api_url, register_deployments

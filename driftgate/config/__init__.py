@@ -193,8 +193,11 @@ class MonitoringSettings(StrictModel):
         None, description="Slack-style webhook for new reviews; or $DRIFTGATE_WEBHOOK_URL"
     )
     evidently_report: bool = Field(True, description="render Evidently's HTML report per window")
-    min_rows: int = Field(
-        1, ge=0, description="windows with fewer rows are reported as no data, not judged"
+    min_rows: int | None = Field(
+        None,
+        ge=0,
+        description="optional floor: windows with fewer rows are insufficient_data for every "
+        "monitor; by default each monitor derives its own from its false-alarm budget",
     )
     partition_rows: int = Field(
         250_000,

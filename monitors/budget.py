@@ -1,0 +1,102 @@
+"""False-alarm budgets: a monitor's error rate over a horizon, spent across its checks.
+
+A monitor states ``false_alarms: {rate: 0.05, per: 30d}``: with no drift, the
+probability that it *fires* at least once in any 30 days is at most 5%. Its schedule
+gives the checks in that horizon (``C``, e.g. 720 for hourly), its features the tests
+per check (``m``), its ``consecutive_breaches`` the run length ``k`` that fires.
+
+Method: uniform alpha spending over the checks of the horizon, Bonferroni over the
+features of one check, and the hysteresis run as part of the calculation:
+
+* a check breaches with probability at most ``q = m * level`` (Bonferroni: valid
+  whatever the dependence between features);
+* with ``k = 1`` a fire is a breach, so ``P(any fire in C checks) <= C q`` (a union
+  bound: valid whatever the dependence between checks) and ``q = rate / C``;
+* with ``k > 1`` a fire needs ``k`` breaching windows in a row. Windows of one monitor
+  do not overlap, so their no-drift outcomes are independent given the reference and
+  ``P(some run of k) <= (C - k + 1) q^k``, hence ``q = (rate / (C - k + 1))^(1/k)``:
+  ``consecutive_breaches: 2`` on an hourly monitor allows ``q = 0.0084`` per check
+  instead of ``7e-5``, which is how hysteresis buys power on small windows.
+
+Why not a sequential test (an e-process, a CUSUM) or online FDR: those need state per
+feature carried from window to window and decide on evidence accumulated across
+windows, which a reviewer cannot read off one window's report; alpha spending keeps
+each window's decision self-contained (one p-value, one level, one report) and its
+guarantee needs no independence for ``k = 1``. The price is power on small windows,
+which :func:`driftgate.jobs.monitor_plan.plan_monitors` makes visible before deploying.
+Online FDR (LORD, SAFFRON) controls the share of false alarms among alarms, not the
+chance of a false pause, which is what an operator budgets.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+
+from pydantic import Field, field_validator
+
+from driftgate.core.yamlconfig import StrictModel
+
+DEFAULT_RATE = 0.05
+DEFAULT_HORIZON = "30d"
+# A fixed, ordinary Monday: the number of cron fires in a horizon must not depend on
+# the day the config is read.
+_EPOCH = datetime(2026, 1, 5, tzinfo=UTC)
+_MAX_COUNTED = 1_000_000
+
+
+class FalseAlarms(StrictModel):
+    """``rate``: largest probability of at least one false fire ``per`` horizon."""
+
+    rate: float = Field(DEFAULT_RATE, gt=0, lt=1)
+    per: str = Field(DEFAULT_HORIZON, description="horizon, a duration such as 30d or 7d")
+
+    @field_validator("per")
+    @classmethod
+    def _per_is_a_duration(cls, per: str) -> str:
+        from driftgate.monitors.rules import parse_duration
+
+        parse_duration(per)
+        return per
+
+    @property
+    def horizon(self) -> timedelta:
+        from driftgate.monitors.rules import parse_duration
+
+        return parse_duration(self.per).to_pytimedelta()
+
+
+def checks_in(schedule: str, horizon: timedelta) -> int:
+    """How many times a five-field cron ``schedule`` fires in ``horizon`` (at least 1)."""
+    from croniter import croniter
+
+    fields = schedule.split()
+    # The common fixed-step forms without iterating: every minute / N minutes / hour.
+    iterator = croniter(schedule, _EPOCH - timedelta(seconds=1))
+    end = _EPOCH + horizon
+    count = 0
+    if fields[1:] == ["*", "*", "*", "*"] and fields[0].startswith("*/"):
+        step = int(fields[0][2:])
+        return max(1, math.ceil(horizon.total_seconds() / 60 / step))
+    while count < _MAX_COUNTED:
+        if iterator.get_next(datetime) >= end:
+            break
+        count += 1
+    return max(count, 1)
+
+
+def per_check_budget(rate: float, checks: int, consecutive: int = 1) -> float:
+    """``q``: the probability a no-drift check may breach (see the module docstring)."""
+    runs = max(checks - consecutive + 1, 1)
+    return min((rate / runs) ** (1 / consecutive), 1.0)
+
+
+def per_test_level(rate: float, checks: int, features: int, consecutive: int = 1) -> float:
+    """The level of each feature's test in one check: ``q / m``."""
+    return per_check_budget(rate, checks, consecutive) / max(features, 1)
+
+
+def expected_false_fires(level: float, checks: int, features: int, consecutive: int = 1) -> float:
+    """Upper bound of the expected number of false fires in ``checks`` no-drift checks."""
+    q = min(level * max(features, 1), 1.0)
+    return max(checks - consecutive + 1, 0) * q**consecutive

@@ -1,0 +1,383 @@
+"""No-drift distributions of the drift statistics at a window's size, from the profile alone.
+
+A fixed distance threshold means different things at different window sizes: with 10
+bins, ``KL`` of a no-drift window of ``n`` rows is about ``9 / (2 n)`` plus the smoothing
+penalty of its empty bins, so ``kl >= 0.1`` breaches on almost every window of 50 rows
+without any drift. The calibrated decision (:func:`calibrated`) therefore asks, per
+feature and window, two questions:
+
+1. is the value over the monitor's threshold (the effect-size floor, in the statistic's
+   units)? and
+2. is it improbable under no drift *at this window's size* (p-value <= the monitor's
+   per-check level, :mod:`monitors.budget`)?
+
+and breaches only when both hold. The no-drift distribution per statistic:
+
+* ``kl``, ``psi``, ``js`` (binned): a parametric bootstrap of the *two-sample* statistic
+  from the reference's bin proportions alone: ``B`` reference samples of the
+  reference's size and ``B`` windows of ``n`` rows, multinomial, with the engine's own
+  smoothing. Categorical features get one extra "unseen" bin holding the Good-Turing
+  estimate of the unseen mass (categories seen once in the reference / reference
+  rows), so rare levels that the reference missed are part of no drift, as they are
+  in production. Tail beyond the simulated one: an exponential tail fitted to the top
+  ``TAIL_SHARE`` of the draws (peaks over threshold); the statistics are scaled
+  chi-squared-like with shape >= 1, whose mean excess decreases, so the fitted tail
+  over-states the true one: p-values err on the conservative side. Cached per
+  (reference bins, statistic, size on a 3% grid), so a check costs a few ms per
+  feature the first time and nothing after.
+* ``missing_share``: one-sided, exact. H0: the window's missing rate is at most the
+  reference rate plus the threshold; ``p = P(Binomial(n, ref + threshold) >= missing)``.
+* ``mean_shift``: two-sample z-test of the means, ``z = shift / sqrt(1/n + 1/n_ref)``.
+* ``ks``, ``chi2`` keep their own p-values; their effect-size floor is the threshold.
+* ``wasserstein`` has no null here: decided on its threshold alone (``calibrated: false``
+  in its details).
+
+A window is ``insufficient_data`` when no possible outcome of its size could breach
+(the most extreme value the window can take is not significant at the level): never a
+pass, never a breach.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats
+
+from driftgate.monitors.profile import CategoricalProfile, NumericProfile
+from driftgate.monitors.stattests.binned import EPSILON, bin_counts
+
+BINNED = ("kl", "psi", "js")
+CALIBRATED = (*BINNED, "missing_share", "mean_shift", "ks", "chi2")
+NULL_DRAWS = 4000
+TAIL_SHARE = 0.02
+EXACT_SIZES = 256  # windows up to this size get their own null; larger ones a 3% grid
+GRID_STEP = 1.03
+_CACHE_SIZE = 4096
+CONDITIONED_DRAWS = 400
+MAX_CONDITIONED_BINS = 32
+_cache: OrderedDict[tuple, MixtureNull] = OrderedDict()
+
+
+@dataclass(frozen=True)
+class NullDistribution:
+    """Sorted no-drift draws of a statistic at ``n`` rows, with a fitted exponential tail
+    (one component of a :class:`MixtureNull`)."""
+
+    n: int
+    draws: np.ndarray  # sorted ascending
+    tail_start: float
+    tail_scale: float
+
+    @property
+    def mean(self) -> float:
+        return float(self.draws.mean())
+
+    def p_value(self, value: float) -> float:
+        """``P(statistic >= value)`` under no drift (simulated, or the fitted tail)."""
+        b = self.draws.size
+        at_or_above = b - int(np.searchsorted(self.draws, value, side="left"))
+        tail_count = max(int(b * TAIL_SHARE), 20)
+        if at_or_above >= tail_count or value <= self.tail_start:
+            return (at_or_above + 1) / (b + 1)
+        return (tail_count / b) * math.exp(-(value - self.tail_start) / self.tail_scale)
+
+    def critical_value(self, level: float) -> float:
+        """The smallest value with ``p_value <= level``."""
+        b = self.draws.size
+        tail_count = max(int(b * TAIL_SHARE), 20)
+        if level * (b + 1) >= tail_count:
+            k = math.floor(level * (b + 1)) - 1  # draws strictly above the value
+            return float(self.draws[b - 1 - k]) if k >= 0 else float(self.draws[-1])
+        return self.tail_start + self.tail_scale * math.log((tail_count / b) / level)
+
+
+@dataclass(frozen=True)
+class MixtureNull:
+    """The no-drift distribution as ``P(T >= t) <= sum_c weight_c P(T >= t | c)``.
+
+    Component 0 holds the windows in which no *rarely empty* bin is empty (weight 1);
+    one more component per rarely empty bin ``j`` (a bin a window of ``n`` rows leaves
+    empty with probability ``(1 - p_j)^n``, too rare for the simulation to see): the
+    windows with that bin empty, drawn conditionally, with weight ``(1 - p_j)^n``. An
+    empty bin costs the smoothed statistics a jump (``p_j ln(p_j / EPSILON)``, 0.69 for a
+    10% bin), so this is where the far tail of ``kl`` and ``psi`` lives; without it,
+    hourly checks of 100 rows false-alarmed in most months. The sum is a union bound:
+    conservative.
+    """
+
+    n: int
+    components: tuple[tuple[float, NullDistribution], ...]
+    mean: float
+    _critical: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def p_value(self, value: float) -> float:
+        total = sum(weight * c.p_value(value) for weight, c in self.components)
+        return float(min(total, 1.0))
+
+    def critical_value(self, level: float) -> float:
+        """The smallest value with ``p_value <= level`` (bisection; p decreases; cached)."""
+        if level in self._critical:
+            return self._critical[level]
+        low = 0.0
+        high = max(c.draws[-1] for _, c in self.components)
+        while self.p_value(high) > level:
+            high = 2 * high + 1e-9
+        for _ in range(60):
+            middle = (low + high) / 2
+            if self.p_value(middle) > level:
+                low = middle
+            else:
+                high = middle
+        self._critical[level] = high
+        return high
+
+
+def _component(values: np.ndarray, n: int) -> NullDistribution:
+    values = np.sort(values)
+    start, scale = _fit_tail(values)
+    return NullDistribution(n=n, draws=values, tail_start=start, tail_scale=scale)
+
+
+def _fit_tail(draws: np.ndarray) -> tuple[float, float]:
+    b = draws.size
+    tail_count = max(int(b * TAIL_SHARE), 20)
+    start = float(draws[b - tail_count])
+    excess = draws[b - tail_count :] - start
+    scale = float(excess.mean())
+    spread = float(draws[b - tail_count] - np.median(draws))
+    return start, max(scale, spread / 10, 1e-12)
+
+
+def _smooth_rows(p: np.ndarray) -> np.ndarray:
+    smoothed = np.where(p == 0, EPSILON, p)
+    return smoothed / smoothed.sum(axis=1, keepdims=True)
+
+
+def binned_statistic(test: str, p_ref: np.ndarray, p_cur: np.ndarray) -> np.ndarray:
+    """``kl``/``psi``/``js`` of each row pair of proportions, as the engine computes them."""
+    if test == "kl":
+        r, c = _smooth_rows(p_ref), _smooth_rows(p_cur)
+        return np.sum(r * np.log(r / c), axis=1)
+    if test == "psi":
+        r, c = _smooth_rows(p_ref), _smooth_rows(p_cur)
+        return np.sum((c - r) * np.log(c / r), axis=1)
+    if test == "js":
+        m = (p_ref + p_cur) / 2
+        with np.errstate(divide="ignore", invalid="ignore"):
+            a = np.where(p_ref > 0, p_ref * np.log2(p_ref / m), 0.0)
+            b = np.where(p_cur > 0, p_cur * np.log2(p_cur / m), 0.0)
+        return np.sqrt(np.clip((a.sum(axis=1) + b.sum(axis=1)) / 2, 0.0, 1.0))
+    raise ValueError(f"{test!r} is not a binned statistic; binned: {list(BINNED)}")
+
+
+def null_population(reference) -> tuple[np.ndarray, int]:
+    """Bin probabilities of "no drift" and the reference's non-missing count.
+
+    Categorical features get a last "unseen" bin with the Good-Turing unseen mass.
+    """
+    if isinstance(reference, NumericProfile):
+        counts = reference.bin_counts.astype(float)
+    else:
+        assert isinstance(reference, CategoricalProfile)
+        counts = np.array(list(reference.category_counts.values()), dtype=float)
+        total = counts.sum()
+        singletons = float(np.sum(counts == 1))
+        unseen = singletons / total if total else 0.0
+        # Good-Turing for the rare levels: a level seen r times (r < 5) stands for
+        # (r + 1) N_{r+1} / N_r, since levels are seen rarely because they are rare.
+        adjusted = counts.copy()
+        for r in range(1, 5):
+            n_r, n_next = np.sum(counts == r), np.sum(counts == r + 1)
+            if n_r and n_next:
+                adjusted[counts == r] = (r + 1) * n_next / n_r
+        seen = adjusted.sum()
+        counts = np.concatenate([adjusted * total * (1 - unseen) / seen, [unseen * total]])
+    total = counts.sum()
+    return counts / total, round(total)
+
+
+def grid_size(n: int) -> int:
+    """The window size whose null stands in for ``n`` (exact up to 256, then a 3% grid
+    rounded down: a smaller window's null is the wider, conservative one)."""
+    if n <= EXACT_SIZES:
+        return n
+    steps = math.floor(math.log(n / EXACT_SIZES) / math.log(GRID_STEP))
+    return max(EXACT_SIZES, int(EXACT_SIZES * GRID_STEP**steps))
+
+
+def _scale(n: int, grid_n: int, n_ref: int) -> float:
+    """Factor bringing a statistic at ``n`` rows to the scale of one at ``grid_n`` rows
+    (its no-drift size goes as ``1/n + 1/n_ref``)."""
+    return (1 / grid_n + 1 / n_ref) / (1 / n + 1 / n_ref) if n != grid_n else 1.0
+
+
+def binned_null(test: str, reference, n: int, draws: int = NULL_DRAWS) -> MixtureNull:
+    """The no-drift distribution of ``test`` on ``reference`` for windows of ``n`` rows."""
+    p, n_ref = null_population(reference)
+    key = (test, hashlib.sha1(p.tobytes()).hexdigest(), n_ref, n, draws)
+    cached = _cache.get(key)
+    if cached is not None:
+        _cache.move_to_end(key)
+        return cached
+    seed = int.from_bytes(hashlib.sha1(repr(key).encode()).digest()[:8], "little")
+    rng = np.random.default_rng(seed)
+    scale_ref = max(n_ref, 1)
+    ref = rng.multinomial(scale_ref, p, size=draws) / scale_ref
+    counts = rng.multinomial(n, p, size=draws)
+    values = binned_statistic(test, ref, counts / n)
+    with np.errstate(divide="ignore"):
+        empty = np.exp(n * np.log1p(-np.minimum(p, 1 - 1e-15)))  # P(bin j empty)
+    seen_empty = max(int(draws * TAIL_SHARE), 20) / draws
+    rare = np.flatnonzero((empty < seen_empty) & (empty > 1e-15) & (p > 0))
+    rare = rare[np.argsort(-empty[rare])][:MAX_CONDITIONED_BINS]
+    keep = ~(counts[:, rare] == 0).any(axis=1) if rare.size else np.ones(draws, bool)
+    components = [(1.0, _component(values[keep], n))]
+    for j in rare:
+        q = p.copy()
+        q[j] = 0.0
+        q /= q.sum()
+        ref_j = rng.multinomial(scale_ref, p, size=CONDITIONED_DRAWS) / scale_ref
+        cur_j = rng.multinomial(n, q, size=CONDITIONED_DRAWS) / n
+        components.append((float(empty[j]), _component(binned_statistic(test, ref_j, cur_j), n)))
+    null = MixtureNull(n=n, components=tuple(components), mean=float(values.mean()))
+    _cache[key] = null
+    if len(_cache) > _CACHE_SIZE:
+        _cache.popitem(last=False)
+    return null
+
+
+def _most_extreme_binned(test: str, reference, n: int) -> float:
+    """The largest value a window of ``n`` rows can take: every row in one bin."""
+    p, _ = null_population(reference)
+    if isinstance(reference, CategoricalProfile):
+        p = p[:-1] / p[:-1].sum()  # the engine's reference bins
+    k = p.size
+    # Each candidate window puts all its rows in one bin, or in one new (unseen) bin.
+    ref = np.vstack([np.concatenate([p, [0.0]])] * (k + 1))
+    cur = np.eye(k + 1)
+    if isinstance(reference, NumericProfile):
+        ref, cur = ref[:k, :k], cur[:k, :k]
+    return float(binned_statistic(test, ref, cur).max())
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The calibrated decision of one statistic on one feature and window."""
+
+    p_value: float
+    bias_corrected: float | None
+    min_detectable: float | None
+    insufficient: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Bound:
+    """What a window of ``n`` rows needs to breach: ``value >= min_detectable``
+    (missing_share: the rise of the share), unless ``insufficient``."""
+
+    n: int
+    min_detectable: float
+    insufficient: bool
+    null_mean: float
+    reason: str = ""
+
+
+def decision_bound(test: str, reference, n: int, threshold: float, level: float) -> Bound:
+    """The smallest value a window of ``n`` rows can breach with, from the profile alone
+    (the planner and the calibration benchmark use it; :func:`calibrated` is the same
+    decision on one window)."""
+    if test in BINNED:
+        _, n_ref = null_population(reference)
+        grid_n = grid_size(max(n, 1))
+        null = binned_null(test, reference, grid_n)
+        factor = _scale(max(n, 1), grid_n, n_ref)
+        extreme = _most_extreme_binned(test, reference, max(n, 1)) * factor
+        insufficient = n < 1 or null.p_value(extreme) > level
+        return Bound(
+            n=n,
+            min_detectable=max(threshold, null.critical_value(level) / factor),
+            insufficient=insufficient,
+            null_mean=null.mean / factor,
+            reason=(
+                f"{n} rows: even the most extreme window of this size is not significant "
+                f"at level {level:.3g}"
+                if insufficient
+                else ""
+            ),
+        )
+    if test == "missing_share":
+        bound = reference.missing_share + threshold
+        if bound >= 1 or n < 1:
+            return Bound(n, math.inf, True, 0.0, "reference share + threshold >= 1 or no rows")
+        critical_count = int(stats.binom.isf(level, n, bound)) + 1
+        insufficient = bound**n > level
+        # Over the threshold too: the rise itself must reach it.
+        share = max(critical_count / n, reference.missing_share + threshold)
+        return Bound(
+            n=n,
+            min_detectable=share - reference.missing_share,
+            insufficient=insufficient,
+            null_mean=0.0,
+            reason=(
+                f"{n} rows: even all missing is not significant at level {level:.3g}"
+                if insufficient
+                else ""
+            ),
+        )
+    if test == "mean_shift":
+        if n < 2:
+            return Bound(n, math.inf, True, 0.0, f"{n} finite values: no mean to compare")
+        se = math.sqrt(1 / n + 1 / reference.finite_count)
+        critical = float(stats.norm.isf(level / 2)) * se
+        return Bound(n, max(threshold, critical), False, se * math.sqrt(2 / math.pi))
+    raise ValueError(f"no calibrated decision for {test!r}; calibrated: {list(CALIBRATED)}")
+
+
+def calibrated(test: str, reference, current, value: float, threshold: float, level: float):
+    """p-value, bias-corrected value, smallest detectable value and sufficiency of one
+    result (see the module docstring). ``value`` is the engine's statistic."""
+    if test in BINNED:
+        _, cur_counts, _ = bin_counts(reference, current)
+        n = int(cur_counts.sum())
+        _, n_ref = null_population(reference)
+        grid_n = grid_size(n)
+        null = binned_null(test, reference, grid_n)
+        bound = decision_bound(test, reference, n, threshold, level)
+        return Calibration(
+            p_value=null.p_value(value * _scale(n, grid_n, n_ref)),
+            bias_corrected=value - bound.null_mean,
+            min_detectable=bound.min_detectable,
+            insufficient=bound.insufficient,
+            reason=bound.reason,
+        )
+    if test == "missing_share":
+        n, missing = current.rows, current.missing_count
+        bound = decision_bound(test, reference, n, threshold, level)
+        limit = reference.missing_share + threshold
+        p_value = 1.0 if limit >= 1 else float(stats.binom.sf(missing - 1, n, limit))
+        return Calibration(
+            p_value=p_value,
+            bias_corrected=(missing / n) - reference.missing_share if n else None,
+            min_detectable=bound.min_detectable,
+            insufficient=bound.insufficient,
+            reason=bound.reason,
+        )
+    if test == "mean_shift":
+        n = current.finite_count
+        bound = decision_bound(test, reference, n, threshold, level)
+        if bound.insufficient:
+            return Calibration(1.0, None, None, True, bound.reason)
+        se = math.sqrt(1 / n + 1 / reference.finite_count)
+        p_value = float(2 * stats.norm.sf(value / se))
+        return Calibration(p_value, value - bound.null_mean, bound.min_detectable, False)
+    raise ValueError(f"no calibrated decision for {test!r}; calibrated: {list(CALIBRATED)}")
+
+
+def clear_cache() -> None:
+    """Forget the cached null distributions (tests)."""
+    _cache.clear()

@@ -1,0 +1,261 @@
+"""What a monitor can promise at a given traffic: the figures of ``driftgate monitors plan``.
+
+For one monitor, a reference profile and the rows a window holds, from the profile
+alone (:mod:`monitors.nulls`, :mod:`monitors.budget`):
+
+* ``false_alarms_per_month``: the bound on expected false fires per 30 days of the
+  calibrated decision, and ``old_rule_per_month``: what the bare threshold would do
+  (simulated no-drift windows of this size);
+* ``min_rows``: the fewest rows per window for which the smallest value a window can
+  flag is within ``FACTOR`` (2) times the threshold, i.e. the rule's threshold, not
+  the sample size, says what breaches;
+* ``smallest_shift``: the smallest change detected with 80% power within ``within``
+  checks: a mean shift in reference standard deviations on the worst feature
+  (``kl``, ``psi``, ``js``, ``mean_shift``), or a rise of the missing share
+  (``missing_share``);
+* ``warnings``: when the schedule and traffic cannot support the rule.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import numpy as np
+from scipy import stats
+
+from driftgate.monitors.budget import expected_false_fires
+from driftgate.monitors.nulls import BINNED, binned_null, binned_statistic, decision_bound
+from driftgate.monitors.profile import NumericProfile
+from driftgate.monitors.rules import CONTRACT_PREFIX, Monitor
+
+POWER = 0.8
+FACTOR = 2.0
+MONTH_DAYS = 30
+_SHIFTS = np.round(np.geomspace(0.02, 4.0, 40), 4)
+_POWER_DRAWS = 1000
+
+
+@dataclass
+class MonitorPlan:
+    monitor: str
+    metric: str
+    window: str
+    schedule: str
+    rows_per_window: int
+    checks_per_month: int
+    level: float | None
+    false_alarms_per_month: float | None
+    old_rule_per_month: float | None
+    min_rows: int | None
+    min_detectable: float | None
+    smallest_shift: float | None
+    shift_units: str
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def _features(monitor: Monitor, profile) -> list:
+    names = list(profile.features) if monitor.features == "all" else list(monitor.features)
+    return [profile.features[n] for n in names if n in profile.features]
+
+
+def _shifted_bins(reference: NumericProfile, shift: float) -> np.ndarray:
+    """Bin probabilities of the reference moved by ``shift`` standard deviations (the
+    reference ECDF, linear between breakpoints)."""
+    points = reference.breakpoints
+    cumulative = np.cumsum(reference.ties + np.concatenate([[0], reference.gap_counts]))
+    total = cumulative[-1]
+    moved = reference.bin_edges - shift * reference.std
+    below = np.interp(moved, points, cumulative, left=0.0, right=total) / total
+    probs = np.diff(np.concatenate([[0.0], below, [1.0]]))
+    probs = np.clip(probs, 0, None)
+    return probs / probs.sum()
+
+
+def _per_check_power(within: int, consecutive: int) -> float:
+    """Per-check power needed for POWER within ``within`` checks (runs of ``consecutive``)."""
+    blocks = max(within // consecutive, 1)
+    return (1 - (1 - POWER) ** (1 / blocks)) ** (1 / consecutive)
+
+
+def _binned_shift(metric, reference, n, bound, needed, rng) -> float | None:
+    if not isinstance(reference, NumericProfile) or not reference.std > 0:
+        return None
+    ref = reference.bin_counts / reference.bin_counts.sum()
+    for shift in _SHIFTS:
+        counts = rng.multinomial(n, _shifted_bins(reference, shift), size=_POWER_DRAWS)
+        values = binned_statistic(metric, np.broadcast_to(ref, counts.shape), counts / n)
+        if np.mean(values >= bound) >= needed:
+            return float(shift)
+    return math.inf
+
+
+def _smallest(metric, reference, n, monitor, level, needed, rng) -> float | None:
+    bound = decision_bound(metric, reference, n, monitor.threshold, level)
+    if bound.insufficient:
+        return math.inf
+    if metric in BINNED:
+        return _binned_shift(metric, reference, n, bound.min_detectable, needed, rng)
+    if metric == "missing_share":
+        limit = reference.missing_share + bound.min_detectable
+        count = math.ceil(limit * n - 1e-9)
+        for rise in np.linspace(0.001, 1 - reference.missing_share, 1000):
+            if stats.binom.sf(count - 1, n, reference.missing_share + rise) >= needed:
+                return float(rise)
+        return math.inf
+    if metric == "mean_shift":
+        se = math.sqrt(1 / n + 1 / reference.finite_count)
+        return float(bound.min_detectable + stats.norm.ppf(needed) * se)
+    return None
+
+
+def _old_rule_rate(metric, features, n, threshold) -> float | None:
+    """Chance that a no-drift check of ``n`` rows has a feature at or over the bare
+    threshold (binned statistics; simulated)."""
+    if metric not in BINNED:
+        return None
+    quiet = 1.0
+    for reference in features:
+        null = binned_null(metric, reference, max(n, 1))
+        draws = null.components[0][1].draws
+        quiet *= 1 - float(np.mean(draws >= threshold))
+    return 1 - quiet
+
+
+def _min_rows(metric, features, monitor, level) -> int | None:
+    if metric not in (*BINNED, "missing_share", "mean_shift"):
+        return None
+
+    def good(n: int) -> bool:
+        for reference in features:
+            bound = decision_bound(metric, reference, n, monitor.threshold, level)
+            if bound.insufficient or bound.min_detectable > FACTOR * monitor.threshold:
+                return False
+        return True
+
+    low, high = 1, 2
+    while not good(high):
+        low, high = high, high * 2
+        if high > 10_000_000:
+            return None
+    while high - low > max(1, low // 20):
+        middle = (low + high) // 2
+        low, high = (low, middle) if good(middle) else (middle, high)
+    return high
+
+
+def plan_monitor(monitor: Monitor, profile, rows_per_window: int, within: int = 12) -> MonitorPlan:
+    """The figures and warnings of one monitor at ``rows_per_window`` (module docstring)."""
+    from driftgate.monitors.budget import checks_in
+
+    metric = monitor.metric
+    month = checks_in(monitor.schedule, timedelta(days=MONTH_DAYS))
+    units = "rise of the missing share" if metric == "missing_share" else "reference std"
+    plan = MonitorPlan(
+        monitor=monitor.name,
+        metric=metric,
+        window=monitor.window,
+        schedule=monitor.schedule,
+        rows_per_window=rows_per_window,
+        checks_per_month=month,
+        level=None,
+        false_alarms_per_month=None,
+        old_rule_per_month=None,
+        min_rows=None,
+        min_detectable=None,
+        smallest_shift=None,
+        shift_units=units,
+    )
+    if metric.startswith(CONTRACT_PREFIX):
+        return plan
+    features = _features(monitor, profile)
+    level = monitor.level(len(features))
+    old = _old_rule_rate(metric, features, rows_per_window, monitor.threshold)
+    plan.old_rule_per_month = None if old is None else old * month
+    if level is None:
+        return plan
+    plan.level = level
+    plan.false_alarms_per_month = expected_false_fires(
+        level, month, len(features), monitor.consecutive_breaches
+    )
+    rng = np.random.default_rng(0)
+    needed = _per_check_power(within, monitor.consecutive_breaches)
+    detectable, shifts = [], []
+    for reference in features:
+        if metric not in (*BINNED, "missing_share", "mean_shift"):
+            break
+        bound = decision_bound(metric, reference, rows_per_window, monitor.threshold, level)
+        detectable.append(math.inf if bound.insufficient else bound.min_detectable)
+        shift = _smallest(metric, reference, rows_per_window, monitor, level, needed, rng)
+        if shift is not None:
+            shifts.append(shift)
+    plan.min_detectable = max(detectable) if detectable else None
+    plan.smallest_shift = max(shifts) if shifts else None
+    plan.min_rows = _min_rows(metric, features, monitor, level)
+    name = f"{monitor.name}: {rows_per_window} rows per {monitor.window} window"
+    if plan.min_detectable is not None and math.isinf(plan.min_detectable):
+        plan.warnings.append(
+            f"{name} is too few for any decision: every check is insufficient_data"
+        )
+    elif plan.min_rows is not None and rows_per_window < plan.min_rows:
+        factor = math.ceil(plan.min_rows / max(rows_per_window, 1))
+        plan.warnings.append(
+            f"{name} is too few for {metric} {monitor.threshold:g}: it can only flag "
+            f"{metric} >= {plan.min_detectable:.3g} — use a {factor}x longer window or "
+            f">= {plan.min_rows} rows"
+        )
+    if plan.smallest_shift is not None and math.isinf(plan.smallest_shift):
+        plan.warnings.append(
+            f"{name}: no shift is detected with {POWER:.0%} power within {within} checks"
+        )
+    return plan
+
+
+def describe(plans: list[MonitorPlan], within: int) -> str:
+    """The planner's table and its warnings, for the terminal."""
+    head = (
+        "monitor",
+        "metric",
+        "rows/window",
+        "checks/month",
+        "level",
+        "false/month",
+        "old rule/month",
+        "min rows",
+        "flags >=",
+        f"80% within {within}",
+    )
+
+    def number(value, spec=".3g"):
+        if value is None:
+            return "-"
+        return "never" if math.isinf(value) else format(value, spec)
+
+    rows = [head]
+    for p in plans:
+        shift = number(p.smallest_shift)
+        unit = " std" if p.shift_units == "reference std" else ""
+        rows.append(
+            (
+                p.monitor,
+                p.metric,
+                str(p.rows_per_window),
+                str(p.checks_per_month),
+                number(p.level, ".2g"),
+                number(p.false_alarms_per_month, ".2g"),
+                number(p.old_rule_per_month, ".3g"),
+                number(p.min_rows, "d") if p.min_rows is not None else "-",
+                number(p.min_detectable),
+                shift + (unit if shift not in ("-", "never") else ""),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    warnings = [w for p in plans for w in p.warnings]
+    if warnings:
+        lines += ["", *(f"warning: {w}" for w in warnings)]
+    return "\n".join(lines)

@@ -1,0 +1,165 @@
+"""Issue 15: decisions that know their sample size, budgets over time, the planner.
+
+Hand-computed values where they exist (budgets, the exact binomial), behaviour where
+they do not (a no-drift window of 30 rows no longer breaches KL 0.1; a real shift at
+1,000 rows does), and the engine against the bound the benchmark simulates with.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from driftgate.gates.config import load_gate_config
+from driftgate.monitors import check_drift
+from driftgate.monitors.budget import (
+    checks_in,
+    expected_false_fires,
+    per_check_budget,
+    per_test_level,
+)
+from driftgate.monitors.nulls import binned_null, decision_bound, grid_size
+from driftgate.monitors.planner import plan_monitor
+from driftgate.monitors.profile import ReferenceProfile
+from driftgate.monitors.rules import Monitor, apply_hysteresis, evaluate_monitor
+
+
+@pytest.fixture(scope="module")
+def normal_profile():
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({f"x{i}": rng.normal(size=10_000) for i in range(4)})
+    return ReferenceProfile.fit(frame, sample_rows=0)
+
+
+def windows(rows, count, seed, shift=0.0, features=4):
+    rng = np.random.default_rng(seed)
+    for _ in range(count):
+        frame = pd.DataFrame({f"x{i}": rng.normal(size=rows) for i in range(features)})
+        frame["x0"] += shift
+        yield frame
+
+
+def test_budget_spends_the_rate_over_checks_and_features():
+    assert checks_in("0 * * * *", timedelta(days=30)) == 720
+    assert checks_in("*/30 * * * *", timedelta(days=30)) == 1440
+    assert checks_in("0 9 * * 1", timedelta(days=28)) == 4
+    assert per_check_budget(0.05, 720) == pytest.approx(0.05 / 720)
+    assert per_test_level(0.05, 720, 8) == pytest.approx(0.05 / 720 / 8)
+    # Two breaches in a row: (C - 1) q^2 <= rate.
+    q = per_check_budget(0.05, 720, consecutive=2)
+    assert q == pytest.approx(math.sqrt(0.05 / 719))
+    assert expected_false_fires(q / 8, 720, 8, 2) == pytest.approx(0.05)
+
+
+def test_monitor_states_its_budget_and_level():
+    monitor = Monitor(
+        name="m", metric="kl", threshold=0.1, schedule="0 * * * *", action="open_review"
+    )
+    assert monitor.false_alarms.rate == 0.05 and monitor.false_alarms.per == "30d"
+    assert monitor.level(8) == pytest.approx(0.05 / 720 / 8)
+    assert monitor.model_copy(update={"calibrated": False}).level(8) is None
+    with pytest.raises(ValueError, match="duration"):
+        Monitor(
+            name="m",
+            metric="kl",
+            threshold=0.1,
+            schedule="0 * * * *",
+            action="open_review",
+            false_alarms={"rate": 0.05, "per": "a month"},
+        )
+
+
+def test_missing_share_is_a_one_sided_exact_binomial_test(normal_profile):
+    window = next(windows(30, 1, 1))
+    window.loc[:8, "x1"] = np.nan  # 9 of 30 missing, reference 0%
+    report = check_drift(
+        normal_profile,
+        window,
+        tests=["missing_share"],
+        thresholds={"missing_share": 0.05},
+        levels={"missing_share": 1e-4},
+    )
+    result = report.result("x1", "missing_share")
+    assert result.p_value == pytest.approx(stats.binom.sf(8, 30, 0.05))
+    assert result.drifted == (result.p_value <= 1e-4)
+    critical = int(stats.binom.isf(1e-4, 30, 0.05)) + 1
+    assert result.min_detectable == pytest.approx(critical / 30)
+    assert not report.result("x0", "missing_share").drifted
+
+
+def test_a_single_row_is_insufficient_data_never_a_breach(normal_profile):
+    report = check_drift(normal_profile, next(windows(1, 1, 2)), tests=["kl"], levels={"kl": 1e-5})
+    assert {r.status for r in report.results} == {"insufficient_data"}
+    assert not any(r.drifted for r in report.results)
+    monitor = Monitor(
+        name="m", metric="kl", threshold=0.1, schedule="0 * * * *", action="open_review"
+    )
+    result = evaluate_monitor(monitor, drift_report=report)
+    assert result.status == "insufficient_data" and not result.breached
+    assert apply_hysteresis(monitor, result, 3).consecutive == 3  # neither counts nor resets
+
+
+def test_small_no_drift_windows_no_longer_breach_kl_01(normal_profile):
+    old = new = 0
+    for window in windows(30, 60, 3):
+        report = check_drift(normal_profile, window, tests=["kl"], levels={"kl": 0.05 / 720 / 4})
+        old += any(r.value >= 0.1 for r in report.results)
+        new += any(r.drifted for r in report.results)
+    assert old >= 50 and new == 0
+
+
+def test_a_real_shift_on_a_large_window_breaches_with_its_evidence(normal_profile):
+    window = next(windows(2_000, 1, 4, shift=1.0))
+    report = check_drift(normal_profile, window, tests=["kl"], levels={"kl": 1e-6})
+    hit = report.result("x0", "kl")
+    assert hit.drifted and hit.p_value < 1e-6 and hit.value >= 0.1
+    assert hit.bias_corrected < hit.value and hit.min_detectable == pytest.approx(0.1)
+    assert not report.result("x1", "kl").drifted
+
+
+def test_the_engine_decides_as_the_bound_the_benchmark_simulates_with(normal_profile):
+    level = 1e-3
+    for rows in (40, 300):
+        bound = decision_bound("kl", normal_profile.features["x0"], rows, 0.0, level)
+        for window in windows(rows, 20, rows):
+            report = check_drift(
+                normal_profile, window, tests=["kl"], thresholds={"kl": 0.0}, levels={"kl": level}
+            )
+            result = report.result("x0", "kl")
+            assert result.drifted == (result.value >= bound.min_detectable)
+
+
+def test_p_values_are_calibrated_at_5_percent_for_no_drift_windows(normal_profile):
+    hits = total = 0
+    for rows in (30, 300, 3_000):
+        for window in windows(rows, 60, 10 + rows):
+            report = check_drift(
+                normal_profile, window, tests=["kl"], thresholds={"kl": 0.0}, levels={"kl": 0.05}
+            )
+            hits += sum(r.drifted for r in report.results)
+            total += len(report.results)
+    assert abs(hits / total - 0.05) < 3 * math.sqrt(0.05 * 0.95 / total)
+
+
+def test_nulls_are_cached_and_large_windows_share_a_grid(normal_profile):
+    feature = normal_profile.features["x0"]
+    assert binned_null("kl", feature, 100) is binned_null("kl", feature, 100)
+    assert grid_size(100) == 100 and grid_size(10_000) <= 10_000 < grid_size(10_000) * 1.031
+
+
+def test_the_planner_warns_when_traffic_cannot_support_the_default_rules(normal_profile):
+    gates = load_gate_config()
+    kl, missing = gates.monitors
+    small = plan_monitor(kl, normal_profile, 30)
+    assert small.warnings and "too few for kl 0.1" in small.warnings[0]
+    assert small.min_rows and small.min_rows > 30
+    assert small.false_alarms_per_month == pytest.approx(0.05, rel=1e-6)
+    assert small.old_rule_per_month > 100  # the bare threshold: an alarm most hours
+    large = plan_monitor(kl, normal_profile, 5_000)
+    assert not large.warnings and large.smallest_shift < small.smallest_shift
+    assert plan_monitor(missing, normal_profile, 30).smallest_shift < 0.5
