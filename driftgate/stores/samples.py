@@ -102,6 +102,9 @@ LATEST_TIMESTAMP = datetime(2262, 1, 1, tzinfo=UTC)
 # Rows per chunk of iter_window unless told (the drift check passes
 # monitoring.partition_rows).
 DEFAULT_CHUNK_ROWS = 100_000
+# Rows fetched from the database at a time: they are decoded to arrays at once, so the
+# driver's row objects never hold more than this many.
+FETCH_ROWS = 10_000
 # A reader's lease on a window lasts this long unless renewed (a reader that died lets
 # retention go on after it); iter_window renews it as it reads.
 LEASE_SECONDS = 3600.0
@@ -408,7 +411,8 @@ def _empty_window() -> pd.DataFrame:
 
 def _frame(meta: dict | None, features: pd.DataFrame, outputs: dict | None) -> pd.DataFrame:
     clashing = [c for c in features.columns if c in META_COLUMNS + OUTPUT_COLUMNS]
-    features = features.rename(columns={c: f"feature.{c}" for c in clashing})
+    if clashing:  # renaming copies: only when needed
+        features = features.rename(columns={c: f"feature.{c}" for c in clashing})
     if meta is None:
         return features
     return pd.concat([pd.DataFrame(meta), features, pd.DataFrame(outputs)], axis=1)
@@ -420,6 +424,60 @@ def _day_name(day: int) -> str:
 
 def _overlaps(low: int, high: int, ranges: Sequence[tuple[int, int]]) -> bool:
     return any(low < end and start < high for start, end in ranges)
+
+
+@dataclass
+class _Piece:
+    rows: int
+    features: dict[str, np.ndarray]
+    meta: dict | None
+
+
+def _assemble(pieces: list[_Piece]) -> pd.DataFrame:
+    """One chunk frame from its pieces, copying each value once: numeric features go
+    straight into one preallocated float64 matrix that the frame then uses as is."""
+    n = sum(piece.rows for piece in pieces)
+    names: dict[str, bool] = {}  # feature -> numeric in every piece that has it
+    for piece in pieces:
+        for name, column in piece.features.items():
+            names[name] = names.get(name, True) and column.dtype != object
+    numeric = [name for name, is_number in names.items() if is_number]
+    matrix = np.full((n, len(numeric)), np.nan)
+    objects = {name: np.full(n, np.nan, dtype=object) for name, ok in names.items() if not ok}
+    offset = 0
+    position = {name: j for j, name in enumerate(numeric)}
+    for piece in pieces:
+        stop = offset + piece.rows
+        for name, column in piece.features.items():
+            if name in position:
+                matrix[offset:stop, position[name]] = column
+            else:
+                objects[name][offset:stop] = column
+        piece.features.clear()  # each value is held once: in the chunk, not also here
+        offset = stop
+    if objects:
+        data = {name: matrix[:, position[name]] if name in position else objects[name]
+                for name in names}  # fmt: skip
+        features = pd.DataFrame(data)
+    else:
+        features = pd.DataFrame(matrix, columns=numeric, copy=False)
+    if pieces[0].meta is None:
+        return _frame(None, features, None)
+
+    def joined(key):
+        parts = [piece.meta[key] for piece in pieces]
+        if isinstance(parts[0], np.ndarray):
+            return np.concatenate(parts)
+        return [value for part in parts for value in part]
+
+    meta = {
+        TIMESTAMP: pd.to_datetime(joined("ts_us"), unit="us", utc=True),
+        "received_at": pd.to_datetime(joined("received_us"), unit="us", utc=True),
+        **{key: joined(key) for key in ("model_name", "model_version", "request_id")},
+        "record_index": joined("record_index"),
+    }
+    outputs = {key: joined(key) for key in OUTPUT_COLUMNS}
+    return _frame(meta, features, outputs)
 
 
 class SqlSampleStore:
@@ -671,50 +729,63 @@ class SqlSampleStore:
             raw = connection.connection.dbapi_connection
             if self.dialect == "postgresql":
                 cursor = raw.cursor(name=f"driftgate_window_{uuid.uuid4().hex[:12]}")
-                cursor.itersize = chunk_rows or 10_000
+                cursor.itersize = FETCH_ROWS
                 cursor.execute(sql, params, binary=True)
             else:
                 cursor = raw.cursor()
                 cursor.execute(sql, params)
             try:
+                pieces: list[_Piece] = []
+                pending = 0
                 while True:
-                    rows = cursor.fetchmany(chunk_rows) if chunk_rows else cursor.fetchall()
+                    wanted = FETCH_ROWS if not chunk_rows else min(FETCH_ROWS, chunk_rows - pending)
+                    rows = cursor.fetchmany(wanted)
+                    if rows:
+                        pieces.append(self._piece(rows, names))
+                        pending += len(rows)
+                    if pieces and (not rows or (chunk_rows and pending >= chunk_rows)):
+                        yield _assemble(pieces)
+                        pieces, pending = [], 0
                     if not rows:
                         break
-                    yield self._chunk(rows, names)
                     del rows
-                    if not chunk_rows:
-                        break
             finally:
                 cursor.close()
 
-    def _chunk(self, rows: list[tuple], names: list[str]) -> pd.DataFrame:
+    def _piece(self, rows: list[tuple], names: list[str]) -> _Piece:
+        """A few thousand fetched rows decoded to arrays (the rows are dropped after)."""
         columns = dict(zip(names, zip(*rows, strict=True), strict=True))
         if self.layout == LAYOUT_COLUMNAR:
             if not set(columns["schema_id"]) <= self._schemas.keys():
                 self._load_schemas()
-            features = pd.DataFrame(
-                _decode(columns["schema_id"], columns["numbers"], columns["others"], self._schemas)
+            features = _decode(
+                columns["schema_id"], columns["numbers"], columns["others"], self._schemas
             )
         else:
-            features = pd.DataFrame.from_records(
+            records = pd.DataFrame.from_records(
                 json.loads("[" + ",".join(columns["features"]) + "]")
             )
-        if "ts_us" not in columns:
-            return _frame(None, features, None)
-        meta = {
-            TIMESTAMP: pd.to_datetime(np.asarray(columns["ts_us"]), unit="us", utc=True),
-            "received_at": pd.to_datetime(np.asarray(columns["received_us"]), unit="us", utc=True),
-            "model_name": list(columns["model_name"]),
-            "model_version": list(columns["model_version"]),
-            "request_id": list(columns["request_id"]),
-            "record_index": np.asarray(columns["record_index"], dtype=np.int64),
-        }
-        outputs = {
-            "prediction": np.asarray(columns["prediction"], dtype=float),
-            "predicted_class": np.asarray(columns["predicted_class"], dtype=np.int64),
-        }
-        return _frame(meta, features, outputs)
+            features = {
+                str(name): (
+                    records[name].to_numpy(dtype=float)
+                    if records[name].dtype.kind in "fiu"
+                    else records[name].to_numpy(dtype=object)
+                )
+                for name in records.columns
+            }
+        meta = None
+        if "ts_us" in columns:
+            meta = {
+                "ts_us": np.asarray(columns["ts_us"], dtype=np.int64),
+                "received_us": np.asarray(columns["received_us"], dtype=np.int64),
+                "model_name": columns["model_name"],
+                "model_version": columns["model_version"],
+                "request_id": columns["request_id"],
+                "record_index": np.asarray(columns["record_index"], dtype=np.int64),
+                "prediction": np.asarray(columns["prediction"], dtype=float),
+                "predicted_class": np.asarray(columns["predicted_class"], dtype=np.int64),
+            }
+        return _Piece(len(rows), features, meta)
 
     def _load_schemas(self) -> None:
         """Every schema of the store (a short table: one row per distinct field list)."""
