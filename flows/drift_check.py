@@ -46,28 +46,56 @@ def dask_task_runner(cluster: str):
     return DaskTaskRunner(address=cluster)
 
 
-def dask_mapper(cluster: str) -> Mapper:
+class DaskMapper:
     """A mapper (:mod:`monitors.partitions`) that runs each cell as a ``summarise-cell``
     task on a Dask cluster (through Prefect's task runner, so every cell is a task run
     in the Prefect UI). Cells are submitted directly to the runner rather than through a
     subflow: flow parameters go to the Prefect API and are capped at 512 KB, while a
-    cell may be a slice of the window in memory."""
+    cell may be a slice of the window in memory.
 
-    def summarise_on_dask(profile: ReferenceProfile, cells: list[Cell]) -> list[Window]:
-        with dask_task_runner(cluster) as runner:
+    Called alone, it starts the runner for that call. Entered as a context manager (a
+    window streamed from the store calls it once per chunk), one runner serves every
+    call, and the profile is scattered to the workers once.
+    """
+
+    def __init__(self, cluster: str) -> None:
+        self.cluster = cluster
+        self._runner = None
+        self._shared: tuple[int, object] | None = None
+
+    def __enter__(self) -> DaskMapper:
+        self._context = dask_task_runner(self.cluster)
+        self._runner = self._context.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        runner, self._runner, self._shared = self._runner, None, None
+        if runner is not None:
+            self._context.__exit__(*exc)
+
+    def __call__(self, profile: ReferenceProfile, cells: list[Cell]) -> list[Window]:
+        if self._runner is None:
+            with self:
+                return self(profile, cells)
+        runner = self._runner
+        if self._shared is None or self._shared[0] != id(profile):
             # The profile (megabytes with exact KS breakpoints) goes to each worker once;
             # distributed resolves the future in every cell's parameters.
-            shared = runner.client.scatter(profile, broadcast=True)
-            futures = [
-                runner.submit(
-                    summarise_cell_task,
-                    parameters={"profile": shared, "part": part, "features": features},
-                )
-                for part, features in cells
-            ]
-            return [future.result() for future in futures]
+            self._shared = (id(profile), runner.client.scatter(profile, broadcast=True))
+        shared = self._shared[1]
+        futures = [
+            runner.submit(
+                summarise_cell_task,
+                parameters={"profile": shared, "part": part, "features": features},
+            )
+            for part, features in cells
+        ]
+        return [future.result() for future in futures]
 
-    return summarise_on_dask
+
+def dask_mapper(cluster: str) -> Mapper:
+    """The :class:`DaskMapper` of ``cluster`` (see :func:`dask_task_runner`)."""
+    return DaskMapper(cluster)
 
 
 # One task per step of jobs.drift_check.judge_window, in its order; each calls the step.
@@ -104,11 +132,14 @@ def act_task(config: ProjectConfig, verdict, monitors):
 def judge_window_steps(config: ProjectConfig, start, end, monitors, source, mapper=None):
     """:func:`driftgate.jobs.drift_check.judge_window`, one task per step."""
     window = read_task(config, start, end, source)
-    contract_result = validate_task(config, window, monitors)
-    counts = summarise_task(config, window, mapper)
-    decision = decide_task(config, window, counts, contract_result, monitors)
-    verdict = record_task(config, window, decision, contract_result, monitors)
-    return act_task(config, verdict, monitors)
+    try:  # the window's retention lease holds until the actions are taken
+        contract_result = validate_task(config, window, monitors)
+        counts = summarise_task(config, window, mapper)
+        decision = decide_task(config, window, counts, contract_result, monitors)
+        verdict = record_task(config, window, decision, contract_result, monitors)
+        return act_task(config, verdict, monitors)
+    finally:
+        window.close()
 
 
 @flow(name="drift-check")

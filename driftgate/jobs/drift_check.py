@@ -4,7 +4,9 @@
 ``flows/drift_check.py``, one Prefect task each, so the Prefect UI shows them):
 
 1. :func:`read` the champion's reference profile and the window's samples (sample store,
-   or Parquet/CSV files with a timestamp column);
+   or Parquet/CSV files with a timestamp column); a window larger than
+   ``monitoring.contract_rows`` is not loaded: its chunks stream from the store into
+   the summary, and a lease keeps retention off it until the check ends;
 2. :func:`validate` the monitors against the model and its contract (a typo is a
    ConfigError here, not a silent pass), then the window against the data contract;
 3. :func:`summarise` the window into per-feature counts once (in process, or on Dask);
@@ -26,9 +28,11 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import tempfile
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -194,7 +198,13 @@ def _features_frame(window: pd.DataFrame, features: list[str]) -> pd.DataFrame:
 
 @dataclass
 class WindowSamples:
-    """What :func:`read` returns: the champion, its profile and the window's samples."""
+    """What :func:`read` returns: the champion, its profile and the window's samples.
+
+    A window of at most ``monitoring.contract_rows`` samples is held whole. A larger
+    one is not: ``samples`` / ``current`` are an even sample of it (for the contract
+    and the Evidently report), ``chunks`` streams every row's features from the store
+    for the summary, and ``row_count`` is the window's true size.
+    """
 
     model_name: str
     model_version: str
@@ -203,10 +213,30 @@ class WindowSamples:
     profile: object  # monitors.profile.ReferenceProfile
     samples: pd.DataFrame  # as stored (every column, for the contract)
     current: pd.DataFrame  # the profiled features, numeric
+    row_count: int | None = None  # the whole window's rows (default: len(current))
+    # Records served in the window: sum of 1 / serving.sample_fraction over its samples.
+    estimated_records: float | None = None
+    sample_fraction: float = 1.0  # the smallest fraction in force in the window
+    chunks: Callable[[], Iterable[pd.DataFrame]] | None = None  # every row, streamed
+    release: Callable[[], None] | None = None  # ends the retention lease on the window
 
     @property
     def rows(self) -> int:
-        return len(self.current)
+        return len(self.current) if self.row_count is None else self.row_count
+
+    @property
+    def sampled(self) -> bool:
+        """True when ``samples`` is an even sample of a larger window."""
+        return self.chunks is not None
+
+    def close(self) -> None:
+        """End the retention lease (if any); idempotent."""
+        release, self.release = self.release, None
+        if release is not None:
+            try:
+                release()
+            except Exception as exc:  # the lease expires on its own
+                log.warning("retention lease on %s..%s not released: %s", self.start, self.end, exc)
 
 
 @dataclass
@@ -219,23 +249,67 @@ class Decision:
 
 # -- 1. read -------------------------------------------------------------------------
 def read(config: ProjectConfig, start, end, *, source: str | None = None) -> WindowSamples:
-    """The champion's version and reference profile, and the samples of ``[start, end)``."""
+    """The champion's version and reference profile, and the samples of ``[start, end)``.
+
+    From the sample store, a window of more than ``monitoring.contract_rows`` samples is
+    not loaded: the result streams it (see :class:`WindowSamples`). The store leases
+    the window so that retention never cuts it while it is judged
+    (:meth:`WindowSamples.close` ends the lease; :func:`judge_window` calls it).
+    """
     start, end = to_utc(start), to_utc(end)
     name = config.model.name
     version = registry.alias_version(config.tracking, name, registry.CHAMPION_ALIAS)
     if version is None:
         raise registry.RegistryError(f"model '{name}' has no champion to monitor")
     profile = load_champion_profile(config, version)
-    samples = open_reader(config, source).read_window(start, end)
-    return WindowSamples(
+    features = list(profile.features)
+    reader = open_reader(config, source)
+    window = WindowSamples(
         model_name=name,
         model_version=version,
         start=start,
         end=end,
         profile=profile,
-        samples=samples,
-        current=_features_frame(samples, list(profile.features)),
+        samples=pd.DataFrame(),
+        current=pd.DataFrame(),
     )
+    if not hasattr(reader, "iter_window"):  # files: read whole, as given
+        window.samples = reader.read_window(start, end)
+        window.current = _features_frame(window.samples, features)
+        return window
+    lease = reader.lease(start, end)
+    window.release = lambda: (reader.release(lease), reader.close())
+    try:
+        stats = reader.window_stats(start, end)
+        window.row_count = stats.rows
+        window.estimated_records = stats.estimated_records
+        window.sample_fraction = stats.min_fraction
+        cap = config.monitoring.contract_rows
+        if stats.rows <= cap:
+            window.samples = reader.read_window(start, end)
+        else:
+            window.samples = reader.read_window(start, end, every=math.ceil(stats.rows / cap))
+            window.chunks = lambda: _stream(reader, start, end, features, config, lease)
+        window.current = _features_frame(window.samples, features)
+    except BaseException:
+        window.close()
+        raise
+    return window
+
+
+def _stream(reader, start, end, features: list[str], config, lease) -> Iterator[pd.DataFrame]:
+    """The window's profiled features in chunks of ``monitoring.partition_rows``,
+    renewing the lease as it goes (a long read outlives no lease)."""
+    renewed = time.monotonic()
+    chunks = reader.iter_window(
+        start, end, chunk_rows=config.monitoring.partition_rows, features_only=True
+    )
+    for chunk in chunks:
+        if time.monotonic() - renewed > 60:
+            reader.renew(lease)
+            renewed = time.monotonic()
+        yield _features_frame(chunk, features)
+        del chunk
 
 
 # -- 2. validate ---------------------------------------------------------------------
@@ -254,7 +328,7 @@ def validate(config: ProjectConfig, window: WindowSamples, monitors: list[Monito
     if contract is None:
         return None
     present = [c for c in contract.columns if c in window.samples.columns]
-    return validate_batch(contract, window.samples[present])
+    return validate_batch(contract, window.samples[present], row_count=window.rows)
 
 
 # -- 3. summarise --------------------------------------------------------------------
@@ -271,13 +345,18 @@ def summarise(config: ProjectConfig, window: WindowSamples, mapper: Mapper | Non
         row_slices,
         summarise_in_process,
         summarise_parts,
+        summarise_stream,
     )
 
+    groups = feature_groups(list(window.profile.features), config.monitoring.feature_groups)
+    mapper = mapper or summarise_in_process
+    if window.chunks is not None:  # streamed from the store: the chunks are the slices
+        return summarise_stream(window.profile, window.chunks(), groups, mapper=mapper)
     return summarise_parts(
         window.profile,
         row_slices(window.current, config.monitoring.partition_rows),
-        feature_groups(list(window.profile.features), config.monitoring.feature_groups),
-        mapper=mapper or summarise_in_process,
+        groups,
+        mapper=mapper,
     )
 
 
@@ -379,6 +458,8 @@ def record(
                 "model_name": name,
                 "model_version": version,
                 "rows": window.rows,
+                "estimated_records": round(window.estimated_records or window.rows, 1),
+                "sample_fraction": window.sample_fraction,
                 "window_start": start.isoformat(),
                 "window_end": end.isoformat(),
             },
@@ -527,11 +608,14 @@ def judge_window(
     """
     monitors = list(gates.monitors if monitors is None else monitors)
     window = read(config, start, end, source=source)
-    contract_result = validate(config, window, monitors)
-    counts = summarise(config, window, mapper)
-    decision = decide(config, window, counts, contract_result, monitors)
-    verdict = record(config, window, decision, contract_result, monitors)
-    return act(config, verdict, monitors)
+    try:  # the lease on the window holds until the actions are taken
+        contract_result = validate(config, window, monitors)
+        counts = summarise(config, window, mapper)
+        decision = decide(config, window, counts, contract_result, monitors)
+        verdict = record(config, window, decision, contract_result, monitors)
+        return act(config, verdict, monitors)
+    finally:
+        window.close()
 
 
 def window_override(window: str | None) -> pd.Timedelta | None:

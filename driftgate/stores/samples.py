@@ -111,6 +111,8 @@ LEASE_SECONDS = 3600.0
 # Rows deleted per transaction where retention deletes rows (SQLite, unpartitioned
 # PostgreSQL): short transactions, so the service's group commits wait milliseconds.
 PURGE_BATCH_ROWS = 10_000
+# How long retention waits for the lock that drops a PostgreSQL partition (see purge).
+DROP_LOCK_WAIT_MS = 500
 LAYOUT_COLUMNAR = "columnar"
 LAYOUT_JSON = "json"  # stores created before the columnar layout
 _US_PER_DAY = 86_400_000_000
@@ -269,6 +271,7 @@ class PurgeResult:
     deleted_rows: int = 0
     dropped_partitions: list[str] = field(default_factory=list)
     kept_partitions: list[str] = field(default_factory=list)  # old but protected
+    busy_partitions: list[str] = field(default_factory=list)  # old, locked by a reader now
     protected: list[tuple[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict:
@@ -277,6 +280,7 @@ class PurgeResult:
             "deleted_rows": self.deleted_rows,
             "dropped_partitions": list(self.dropped_partitions),
             "kept_partitions": list(self.kept_partitions),
+            "busy_partitions": list(self.busy_partitions),
             "protected": [list(p) for p in self.protected],
         }
 
@@ -721,7 +725,8 @@ class SqlSampleStore:
             where += f" AND model_version = {mark}"
             params.append(str(model_version))
         if every > 1:
-            where += f" AND id % {int(every)} = 0"
+            modulo = "%" if self.dialect == "sqlite" else "%%"  # psycopg: % is a placeholder
+            where += f" AND id {modulo} {int(every)} = 0"
         sql = f"SELECT {', '.join(names)} FROM {table.name} WHERE {where} ORDER BY ts_us, id"
         if columnar:
             self._load_schemas()  # every schema a row of the snapshot below can name
@@ -876,8 +881,9 @@ class SqlSampleStore:
 
         PostgreSQL (columnar): whole daily partitions whose day ends by ``cutoff`` are
         dropped, unless they overlap a protected range (then they stay whole until a
-        later pass). SQLite and older PostgreSQL stores: rows are deleted in
-        transactions of ``batch_rows``.
+        later pass) or a reader holds the table for longer than DROP_LOCK_WAIT_MS
+        (``busy_partitions``: a later pass drops them). SQLite and older PostgreSQL
+        stores: rows are deleted in transactions of ``batch_rows``.
         """
         cutoff = to_utc(cutoff)
         cutoff_us = cutoff.value // 1000
@@ -892,7 +898,18 @@ class SqlSampleStore:
                     if _overlaps(low, high, ranges):
                         result.kept_partitions.append(name)
                         continue
-                    connection.exec_driver_sql(f'DROP TABLE "{name}"')
+                    # Dropping a partition locks its parent exclusively: behind a long
+                    # read it would queue every insert of the service. Wait briefly;
+                    # a partition that is busy now goes in a later pass.
+                    try:
+                        with connection.begin_nested():
+                            connection.exec_driver_sql(
+                                f"SET LOCAL lock_timeout = {DROP_LOCK_WAIT_MS}"
+                            )
+                            connection.exec_driver_sql(f'DROP TABLE "{name}"')
+                    except OperationalError:
+                        result.busy_partitions.append(name)
+                        continue
                     result.dropped_partitions.append(name)
             self._partitions.clear()
         else:
