@@ -179,9 +179,7 @@ def test_a_window_being_read_is_never_cut(store_url):
             "driftgate_samples_p20260301",
             "driftgate_samples_p20260302",
         ]
-        assert result.dropped_partitions + result.busy_partitions == [
-            "driftgate_samples_p20260303"
-        ]
+        assert result.dropped_partitions + result.busy_partitions == ["driftgate_samples_p20260303"]
         assert store.purge(T0 + 3 * DAY).dropped_partitions == result.busy_partitions
     else:
         assert result.deleted_rows == 100
