@@ -28,6 +28,8 @@ before, chunked too (dual read; ``SqlSampleStore.layout`` says which).
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import hashlib
 import json
 import logging
@@ -422,6 +424,25 @@ def _frame(meta: dict | None, features: pd.DataFrame, outputs: dict | None) -> p
     return pd.concat([pd.DataFrame(meta), features, pd.DataFrame(outputs)], axis=1)
 
 
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection while rows are fetched and decoded.
+
+    Fetching creates a tuple per row; the collector, triggered by every few hundred
+    new tuples, then walks every live object, which tripled the time of a streamed
+    read (measured: 1.9 s vs 0.67 s for 200k rows). The rows hold no cycles and are
+    freed by reference counting; the previous state is restored after each fetch,
+    so the consumer of a chunk runs with the collector as it was.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _day_name(day: int) -> str:
     return f"{SAMPLES_TABLE}_p{(_EPOCH + timedelta(days=day)):%Y%m%d}"
 
@@ -740,26 +761,33 @@ class SqlSampleStore:
                 cursor = raw.cursor()
                 cursor.execute(sql, params)
             try:
-                pieces: list[_Piece] = []
-                pending = 0
-                while True:
-                    wanted = FETCH_ROWS if not chunk_rows else min(FETCH_ROWS, chunk_rows - pending)
-                    rows = cursor.fetchmany(wanted)
-                    if rows:
-                        pieces.append(self._piece(rows, names))
-                        pending += len(rows)
-                    if pieces and (not rows or (chunk_rows and pending >= chunk_rows)):
-                        yield _assemble(pieces)
-                        pieces, pending = [], 0
-                    if not rows:
-                        break
-                    del rows
+                done = False
+                while not done:
+                    with _gc_paused():  # one chunk's fetches and decoding
+                        pieces: list[_Piece] = []
+                        pending = 0
+                        while not chunk_rows or pending < chunk_rows:
+                            wanted = FETCH_ROWS
+                            if chunk_rows:
+                                wanted = min(FETCH_ROWS, chunk_rows - pending)
+                            rows = cursor.fetchmany(wanted)
+                            if not rows:
+                                done = True
+                                break
+                            pieces.append(self._piece(rows, names))
+                            pending += len(rows)
+                            del rows
+                        chunk = _assemble(pieces) if pieces else None
+                        del pieces
+                    if chunk is not None:
+                        yield chunk
+                        del chunk
             finally:
                 cursor.close()
 
     def _piece(self, rows: list[tuple], names: list[str]) -> _Piece:
         """A few thousand fetched rows decoded to arrays (the rows are dropped after)."""
-        columns = dict(zip(names, zip(*rows, strict=True), strict=True))
+        columns = {name: [row[i] for row in rows] for i, name in enumerate(names)}
         if self.layout == LAYOUT_COLUMNAR:
             if not set(columns["schema_id"]) <= self._schemas.keys():
                 self._load_schemas()
