@@ -16,6 +16,9 @@ decision, are the same as in process.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
@@ -46,56 +49,52 @@ def dask_task_runner(cluster: str):
     return DaskTaskRunner(address=cluster)
 
 
-class DaskMapper:
+def _submit_cells(runner, shared, cells: list[Cell]) -> list[Window]:
+    futures = [
+        runner.submit(
+            summarise_cell_task,
+            parameters={"profile": shared, "part": part, "features": features},
+        )
+        for part, features in cells
+    ]
+    return [future.result() for future in futures]
+
+
+def dask_mapper(cluster: str) -> Mapper:
     """A mapper (:mod:`monitors.partitions`) that runs each cell as a ``summarise-cell``
     task on a Dask cluster (through Prefect's task runner, so every cell is a task run
     in the Prefect UI). Cells are submitted directly to the runner rather than through a
     subflow: flow parameters go to the Prefect API and are capped at 512 KB, while a
     cell may be a slice of the window in memory.
 
-    Called alone, it starts the runner for that call. Entered as a context manager (a
-    window streamed from the store calls it once per chunk), one runner serves every
-    call, and the profile is scattered to the workers once.
+    Called, it starts the runner for that call. Its ``session()`` (used by
+    :func:`monitors.partitions.summarise_stream`, which calls a mapper once per chunk
+    of a streamed window) keeps one runner, and the profile scattered once, for every
+    call made inside it.
     """
 
-    def __init__(self, cluster: str) -> None:
-        self.cluster = cluster
-        self._runner = None
-        self._shared: tuple[int, object] | None = None
-
-    def __enter__(self) -> DaskMapper:
-        self._context = dask_task_runner(self.cluster)
-        self._runner = self._context.__enter__()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        runner, self._runner, self._shared = self._runner, None, None
-        if runner is not None:
-            self._context.__exit__(*exc)
-
-    def __call__(self, profile: ReferenceProfile, cells: list[Cell]) -> list[Window]:
-        if self._runner is None:
-            with self:
-                return self(profile, cells)
-        runner = self._runner
-        if self._shared is None or self._shared[0] != id(profile):
+    def summarise_on_dask(profile: ReferenceProfile, cells: list[Cell]) -> list[Window]:
+        with dask_task_runner(cluster) as runner:
             # The profile (megabytes with exact KS breakpoints) goes to each worker once;
             # distributed resolves the future in every cell's parameters.
-            self._shared = (id(profile), runner.client.scatter(profile, broadcast=True))
-        shared = self._shared[1]
-        futures = [
-            runner.submit(
-                summarise_cell_task,
-                parameters={"profile": shared, "part": part, "features": features},
-            )
-            for part, features in cells
-        ]
-        return [future.result() for future in futures]
+            shared = runner.client.scatter(profile, broadcast=True)
+            return _submit_cells(runner, shared, cells)
 
+    @contextlib.contextmanager
+    def session() -> Iterator[Mapper]:
+        with dask_task_runner(cluster) as runner:
+            scattered: dict[int, object] = {}
 
-def dask_mapper(cluster: str) -> Mapper:
-    """The :class:`DaskMapper` of ``cluster`` (see :func:`dask_task_runner`)."""
-    return DaskMapper(cluster)
+            def mapped(profile: ReferenceProfile, cells: list[Cell]) -> list[Window]:
+                if id(profile) not in scattered:
+                    scattered.clear()
+                    scattered[id(profile)] = runner.client.scatter(profile, broadcast=True)
+                return _submit_cells(runner, scattered[id(profile)], cells)
+
+            yield mapped
+
+    summarise_on_dask.session = session
+    return summarise_on_dask
 
 
 # One task per step of jobs.drift_check.judge_window, in its order; each calls the step.

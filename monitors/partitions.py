@@ -126,11 +126,12 @@ def summarise_stream(
     part is dropped before the next one is read. Same cells, same merge order, so the
     result equals :func:`summarise_parts` over the same parts, bit for bit.
 
-    A mapper that is also a context manager (a Dask cluster session) is entered once
-    for the whole stream.
+    A mapper with a ``session()`` (a context manager yielding a mapper: one Dask
+    runner for the whole stream) is used through it.
     """
     groups = [list(profile.features)] if groups is None else [list(g) for g in groups]
-    session = mapper if hasattr(mapper, "__enter__") else contextlib.nullcontext(mapper)
+    opener = getattr(mapper, "session", None)
+    session = opener() if opener is not None else contextlib.nullcontext(mapper)
 
     def slices(mapped: Mapper) -> Iterator[list[Window]]:
         for part in parts:
