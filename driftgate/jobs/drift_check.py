@@ -32,7 +32,7 @@ import math
 import os
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -217,8 +217,12 @@ class WindowSamples:
     # Records served in the window: sum of 1 / serving.sample_fraction over its samples.
     estimated_records: float | None = None
     sample_fraction: float = 1.0  # the smallest fraction in force in the window
-    chunks: Callable[[], Iterable[pd.DataFrame]] | None = None  # every row, streamed
-    release: Callable[[], None] | None = None  # ends the retention lease on the window
+    # Where a streamed window is read from, and its lease: plain data, so the window
+    # pickles (Prefect's Dask runner ships the task context that holds it).
+    store_url: str | None = None
+    lease_id: str | None = None
+    stream: bool = False  # True: summarise reads every row from the store in chunks
+    chunk_rows: int = 0
 
     @property
     def rows(self) -> int:
@@ -227,16 +231,36 @@ class WindowSamples:
     @property
     def sampled(self) -> bool:
         """True when ``samples`` is an even sample of a larger window."""
-        return self.chunks is not None
+        return self.stream
+
+    def chunks(self) -> Iterator[pd.DataFrame]:
+        """Every row's profiled features, streamed from the store in chunks."""
+        from driftgate.stores.samples import SqlSampleStore
+
+        store = SqlSampleStore(self.store_url)
+        try:
+            yield from _stream(
+                store, self.start, self.end, list(self.profile.features), self.chunk_rows,
+                self.lease_id,
+            )  # fmt: skip
+        finally:
+            store.close()
 
     def close(self) -> None:
         """End the retention lease (if any); idempotent."""
-        release, self.release = self.release, None
-        if release is not None:
+        lease_id, self.lease_id = self.lease_id, None
+        if lease_id is None:
+            return
+        from driftgate.stores.samples import SqlSampleStore
+
+        try:
+            store = SqlSampleStore(self.store_url)
             try:
-                release()
-            except Exception as exc:  # the lease expires on its own
-                log.warning("retention lease on %s..%s not released: %s", self.start, self.end, exc)
+                store.release(lease_id)
+            finally:
+                store.close()
+        except Exception as exc:  # the lease expires on its own
+            log.warning("retention lease on %s..%s not released: %s", self.start, self.end, exc)
 
 
 @dataclass
@@ -277,8 +301,9 @@ def read(config: ProjectConfig, start, end, *, source: str | None = None) -> Win
         window.samples = reader.read_window(start, end)
         window.current = _features_frame(window.samples, features)
         return window
-    lease = reader.lease(start, end)
-    window.release = lambda: (reader.release(lease), reader.close())
+    window.store_url = reader.url
+    window.lease_id = reader.lease(start, end)
+    window.chunk_rows = config.monitoring.partition_rows
     try:
         stats = reader.window_stats(start, end)
         window.row_count = stats.rows
@@ -289,23 +314,24 @@ def read(config: ProjectConfig, start, end, *, source: str | None = None) -> Win
             window.samples = reader.read_window(start, end)
         else:
             window.samples = reader.read_window(start, end, every=math.ceil(stats.rows / cap))
-            window.chunks = lambda: _stream(reader, start, end, features, config, lease)
+            window.stream = True
         window.current = _features_frame(window.samples, features)
     except BaseException:
         window.close()
         raise
+    finally:
+        reader.close()
     return window
 
 
-def _stream(reader, start, end, features: list[str], config, lease) -> Iterator[pd.DataFrame]:
-    """The window's profiled features in chunks of ``monitoring.partition_rows``,
-    renewing the lease as it goes (a long read outlives no lease)."""
+def _stream(
+    reader, start, end, features: list[str], chunk_rows: int, lease
+) -> Iterator[pd.DataFrame]:
+    """The window's profiled features in chunks of ``chunk_rows``, renewing the lease
+    as it goes (a long read outlives no lease)."""
     renewed = time.monotonic()
-    chunks = reader.iter_window(
-        start, end, chunk_rows=config.monitoring.partition_rows, features_only=True
-    )
-    for chunk in chunks:
-        if time.monotonic() - renewed > 60:
+    for chunk in reader.iter_window(start, end, chunk_rows=chunk_rows, features_only=True):
+        if lease is not None and time.monotonic() - renewed > 60:
             reader.renew(lease)
             renewed = time.monotonic()
         yield _features_frame(chunk, features)
@@ -350,7 +376,7 @@ def summarise(config: ProjectConfig, window: WindowSamples, mapper: Mapper | Non
 
     groups = feature_groups(list(window.profile.features), config.monitoring.feature_groups)
     mapper = mapper or summarise_in_process
-    if window.chunks is not None:  # streamed from the store: the chunks are the slices
+    if window.stream:  # streamed from the store: the chunks are the slices
         return summarise_stream(window.profile, window.chunks(), groups, mapper=mapper)
     return summarise_parts(
         window.profile,
