@@ -377,9 +377,30 @@ def reviews_resolve(
     typer.echo(f"{review.id} resolved by {review.resolved_by}: {review.resolution}")
 
 
+samples_app = typer.Typer(help="The sample store.", no_args_is_help=True)
+
+
+@samples_app.command("purge")
+def samples_purge(
+    now: str | None = typer.Option(
+        None, "--now", help="Judge age from this ISO time (default: now).", callback=_end_option
+    ),
+    config_path: Path | None = ConfigOption,
+) -> None:
+    """Remove samples older than serving.sample_retention (not those of open reviews'
+    evidence windows or of windows being judged); prints what went, as JSON."""
+    import json
+
+    config = _load(config_path)
+    from driftgate.jobs.retention import purge_samples
+
+    typer.echo(json.dumps(purge_samples(config, now=now).to_dict(), indent=2))
+
+
 app.add_typer(contract_app, name="contract")
 app.add_typer(monitors_app, name="monitors")
 app.add_typer(reviews_app, name="reviews")
+app.add_typer(samples_app, name="samples")
 app.command()(pipeline_commands.prepare)
 app.command()(pipeline_commands.evaluate)
 app.command()(serve_commands.serve)

@@ -16,6 +16,9 @@ decision, are the same as in process.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
@@ -46,27 +49,51 @@ def dask_task_runner(cluster: str):
     return DaskTaskRunner(address=cluster)
 
 
+def _submit_cells(runner, shared, cells: list[Cell]) -> list[Window]:
+    futures = [
+        runner.submit(
+            summarise_cell_task,
+            parameters={"profile": shared, "part": part, "features": features},
+        )
+        for part, features in cells
+    ]
+    return [future.result() for future in futures]
+
+
 def dask_mapper(cluster: str) -> Mapper:
     """A mapper (:mod:`monitors.partitions`) that runs each cell as a ``summarise-cell``
     task on a Dask cluster (through Prefect's task runner, so every cell is a task run
     in the Prefect UI). Cells are submitted directly to the runner rather than through a
     subflow: flow parameters go to the Prefect API and are capped at 512 KB, while a
-    cell may be a slice of the window in memory."""
+    cell may be a slice of the window in memory.
+
+    Called, it starts the runner for that call. Its ``session()`` (used by
+    :func:`monitors.partitions.summarise_stream`, which calls a mapper once per chunk
+    of a streamed window) keeps one runner, and the profile scattered once, for every
+    call made inside it.
+    """
 
     def summarise_on_dask(profile: ReferenceProfile, cells: list[Cell]) -> list[Window]:
         with dask_task_runner(cluster) as runner:
             # The profile (megabytes with exact KS breakpoints) goes to each worker once;
             # distributed resolves the future in every cell's parameters.
             shared = runner.client.scatter(profile, broadcast=True)
-            futures = [
-                runner.submit(
-                    summarise_cell_task,
-                    parameters={"profile": shared, "part": part, "features": features},
-                )
-                for part, features in cells
-            ]
-            return [future.result() for future in futures]
+            return _submit_cells(runner, shared, cells)
 
+    @contextlib.contextmanager
+    def session() -> Iterator[Mapper]:
+        with dask_task_runner(cluster) as runner:
+            scattered: dict[int, object] = {}
+
+            def mapped(profile: ReferenceProfile, cells: list[Cell]) -> list[Window]:
+                if id(profile) not in scattered:
+                    scattered.clear()
+                    scattered[id(profile)] = runner.client.scatter(profile, broadcast=True)
+                return _submit_cells(runner, scattered[id(profile)], cells)
+
+            yield mapped
+
+    summarise_on_dask.session = session
     return summarise_on_dask
 
 
@@ -104,11 +131,14 @@ def act_task(config: ProjectConfig, verdict, monitors):
 def judge_window_steps(config: ProjectConfig, start, end, monitors, source, mapper=None):
     """:func:`driftgate.jobs.drift_check.judge_window`, one task per step."""
     window = read_task(config, start, end, source)
-    contract_result = validate_task(config, window, monitors)
-    counts = summarise_task(config, window, mapper)
-    decision = decide_task(config, window, counts, contract_result, monitors)
-    verdict = record_task(config, window, decision, contract_result, monitors)
-    return act_task(config, verdict, monitors)
+    try:  # the window's retention lease holds until the actions are taken
+        contract_result = validate_task(config, window, monitors)
+        counts = summarise_task(config, window, mapper)
+        decision = decide_task(config, window, counts, contract_result, monitors)
+        verdict = record_task(config, window, decision, contract_result, monitors)
+        return act_task(config, verdict, monitors)
+    finally:
+        window.close()
 
 
 @flow(name="drift-check")

@@ -10,12 +10,15 @@ function on the same cells and the merge adds them in the same order, the in-pro
 and the distributed paths give the same counts and the same floats, bit for bit.
 
 Memory per cell is one part's columns of one group (a Parquet part is read one row
-group at a time); the driver holds only counts.
+group at a time); the driver holds only counts. A window streamed from the sample
+store (:func:`summarise_stream`) hands its chunks to the mapper one at a time, so
+the driver holds one chunk and the counts, whatever the window's size.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+import contextlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -110,3 +113,35 @@ def summarise_parts(
     return merge_windows(
         profile, (windows[i : i + per_part] for i in range(0, len(windows), per_part))
     )
+
+
+def summarise_stream(
+    profile: ReferenceProfile,
+    parts: Iterable[WindowPart],
+    groups: Sequence[Sequence[str]] | None = None,
+    mapper: Mapper = summarise_in_process,
+) -> Window:
+    """:func:`summarise_parts` over parts that arrive one by one (chunks streamed from
+    a store): each part's cells go to ``mapper`` as soon as the part arrives, and the
+    part is dropped before the next one is read. Same cells, same merge order, so the
+    result equals :func:`summarise_parts` over the same parts, bit for bit.
+
+    A mapper with a ``session()`` (a context manager yielding a mapper: one Dask
+    runner for the whole stream) is used through it.
+    """
+    groups = [list(profile.features)] if groups is None else [list(g) for g in groups]
+    opener = getattr(mapper, "session", None)
+    session = opener() if opener is not None else contextlib.nullcontext(mapper)
+
+    def slices(mapped: Mapper) -> Iterator[list[Window]]:
+        for part in parts:
+            windows = mapped(profile, [(part, group) for group in groups])
+            if len(windows) != len(groups):
+                raise ValueError(
+                    f"the mapper returned {len(windows)} windows for {len(groups)} cells"
+                )
+            del part
+            yield windows
+
+    with session as mapped:
+        return merge_windows(profile, slices(mapped))

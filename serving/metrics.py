@@ -43,6 +43,11 @@ class ServiceMetrics:
             "Records answered without being stored (on_store_failure=answer_unlogged).",
             registry=r,
         )
+        self.unsampled_records = Counter(
+            "driftgate_unsampled_records",
+            "Records answered and deliberately not stored (serving.sample_fraction).",
+            registry=r,
+        )
         self.invalid_records = Counter(
             "driftgate_invalid_records", "Records refused by validation (422).", registry=r
         )

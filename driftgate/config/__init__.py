@@ -208,6 +208,12 @@ class MonitoringSettings(StrictModel):
     feature_groups: int = Field(
         1, ge=1, description="features are summarised in this many groups (Dask scale-out)"
     )
+    contract_rows: int = Field(
+        100_000,
+        ge=1,
+        description="a window with more samples is validated against its data contract on "
+        "an even sample of this many rows (row counts stay exact); drift uses every row",
+    )
     max_catch_up_windows: int = Field(
         24,
         ge=0,

@@ -7,15 +7,29 @@ stores under its ``home``. Store URLs may name PostgreSQL
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+import pandas as pd
+from pydantic import Field, field_validator
 
 from driftgate.core.yamlconfig import StrictModel
 from driftgate.training.evaluate import DECISION_THRESHOLD
 
 ADMIN_TOKEN_ENV = "DRIFTGATE_ADMIN_TOKEN"
+_RETENTION = re.compile(r"^(\d+)([hd])$")
+
+
+def parse_retention(text: str) -> pd.Timedelta:
+    """``30d`` / ``12h`` -> Timedelta (at least one hour)."""
+    match = _RETENTION.match(str(text).strip())
+    if match is None:
+        raise ValueError(f"'{text}' is not a retention: digits and h or d (e.g. 30d, 72h)")
+    length = pd.Timedelta(int(match[1]), unit=match[2])
+    if length < pd.Timedelta(hours=1):
+        raise ValueError(f"retention '{text}' is shorter than 1h")
+    return length
 
 
 class ServingSettings(StrictModel):
@@ -71,9 +85,34 @@ class ServingSettings(StrictModel):
         False,
         description="accept a request-level `timestamp` (event time, e.g. for replays)",
     )
+    sample_fraction: float = Field(
+        1.0,
+        gt=0.0,
+        le=1.0,
+        description="share of requests whose samples are logged, chosen by a hash of the "
+        "request id (the same id always gets the same answer); each stored sample "
+        "records it, so windows count the requests behind their samples",
+    )
+    sample_retention: str | None = Field(
+        None,
+        description="samples older than this (event time, e.g. 30d) are removed by "
+        "`driftgate samples purge` / the sample-retention deployment; unset: kept",
+    )
     admin_token_env: str = Field(
         ADMIN_TOKEN_ENV, description="environment variable holding the admin bearer token"
     )
+
+    @field_validator("sample_retention")
+    @classmethod
+    def _retention_parses(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_retention(value)
+        return value
+
+    @property
+    def retention(self) -> pd.Timedelta | None:
+        """``sample_retention`` as a Timedelta (None: samples are kept)."""
+        return None if self.sample_retention is None else parse_retention(self.sample_retention)
 
     def sample_store(self, home: Path) -> str:
         """The sample store URL, defaulting to a SQLite file under ``home``."""

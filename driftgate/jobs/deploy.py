@@ -11,7 +11,9 @@ Deployments (flow name / deployment name):
   from CI or after new data lands);
 * ``validate-and-promote/<model>``: the promotion gate on the latest version (on demand);
 * ``drift-check/<model>-<monitor>``: one per monitor, on the monitor's own cron schedule,
-  judging the monitor's window that ends at the scheduled time.
+  judging the monitor's window that ends at the scheduled time;
+* ``sample-retention/<model>``: hourly, when ``serving.sample_retention`` is set: samples
+  older than it go (``driftgate.jobs.retention``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ from driftgate.gates.config import GateConfig
 TRAIN_ENTRYPOINT = "driftgate.flows.train.train_flow"
 PROMOTE_ENTRYPOINT = "driftgate.flows.promote.validate_and_promote"
 DRIFT_CHECK_ENTRYPOINT = "driftgate.flows.drift_check.drift_check_flow"
+RETENTION_ENTRYPOINT = "driftgate.flows.retention.sample_retention_flow"
+# Hourly, off the hour: retention is cheap and need not compete with hourly checks.
+RETENTION_CRON = "17 * * * *"
 DEFAULT_WORK_POOL = "driftgate"
 
 
@@ -101,6 +106,21 @@ def plan_deployments(
                 ),
                 cron=monitor.schedule,
                 tags=[*tags, f"monitor:{monitor.name}", f"action:{monitor.action}"],
+            )
+        )
+    if config.serving.sample_retention is not None:
+        plans.append(
+            DeploymentPlan(
+                flow_name="sample-retention",
+                name=model,
+                entrypoint=RETENTION_ENTRYPOINT,
+                parameters=dict(common),
+                description=(
+                    f"Remove samples older than {config.serving.sample_retention} "
+                    "(never an open review's evidence or a window being judged)."
+                ),
+                cron=RETENTION_CRON,
+                tags=tags,
             )
         )
     return plans

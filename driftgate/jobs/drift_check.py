@@ -4,7 +4,9 @@
 ``flows/drift_check.py``, one Prefect task each, so the Prefect UI shows them):
 
 1. :func:`read` the champion's reference profile and the window's samples (sample store,
-   or Parquet/CSV files with a timestamp column);
+   or Parquet/CSV files with a timestamp column); a window larger than
+   ``monitoring.contract_rows`` is not loaded: its chunks stream from the store into
+   the summary, and a lease keeps retention off it until the check ends;
 2. :func:`validate` the monitors against the model and its contract (a typo is a
    ConfigError here, not a silent pass), then the window against the data contract;
 3. :func:`summarise` the window into per-feature counts once (in process, or on Dask);
@@ -26,9 +28,11 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import tempfile
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -232,7 +236,13 @@ def _features_frame(window: pd.DataFrame, schema: dict[str, str]) -> pd.DataFram
 
 @dataclass
 class WindowSamples:
-    """What :func:`read` returns: the champion, its profile and the window's samples."""
+    """What :func:`read` returns: the champion, its profile and the window's samples.
+
+    A window of at most ``monitoring.contract_rows`` samples is held whole. A larger
+    one is not: ``samples`` / ``current`` are an even sample of it (for the contract
+    and the Evidently report), ``chunks`` streams every row's features from the store
+    for the summary, and ``row_count`` is the window's true size.
+    """
 
     model_name: str
     model_version: str
@@ -241,10 +251,54 @@ class WindowSamples:
     profile: object  # monitors.profile.ReferenceProfile
     samples: pd.DataFrame  # as stored (every column, for the contract)
     current: pd.DataFrame  # the profiled features (numbers; categories as values)
+    row_count: int | None = None  # the whole window's rows (default: len(current))
+    # Records served in the window: sum of 1 / serving.sample_fraction over its samples.
+    estimated_records: float | None = None
+    sample_fraction: float = 1.0  # the smallest fraction in force in the window
+    # Where a streamed window is read from, and its lease: plain data, so the window
+    # pickles (Prefect's Dask runner ships the task context that holds it).
+    store_url: str | None = None
+    lease_id: str | None = None
+    stream: bool = False  # True: summarise reads every row from the store in chunks
+    chunk_rows: int = 0
 
     @property
     def rows(self) -> int:
-        return len(self.current)
+        return len(self.current) if self.row_count is None else self.row_count
+
+    @property
+    def sampled(self) -> bool:
+        """True when ``samples`` is an even sample of a larger window."""
+        return self.stream
+
+    def chunks(self) -> Iterator[pd.DataFrame]:
+        """Every row's profiled features, streamed from the store in chunks."""
+        from driftgate.stores.samples import SqlSampleStore
+
+        store = SqlSampleStore(self.store_url)
+        try:
+            yield from _stream(
+                store, self.start, self.end, dict(self.profile.schema), self.chunk_rows,
+                self.lease_id,
+            )  # fmt: skip
+        finally:
+            store.close()
+
+    def close(self) -> None:
+        """End the retention lease (if any); idempotent."""
+        lease_id, self.lease_id = self.lease_id, None
+        if lease_id is None:
+            return
+        from driftgate.stores.samples import SqlSampleStore
+
+        try:
+            store = SqlSampleStore(self.store_url)
+            try:
+                store.release(lease_id)
+            finally:
+                store.close()
+        except Exception as exc:  # the lease expires on its own
+            log.warning("retention lease on %s..%s not released: %s", self.start, self.end, exc)
 
 
 @dataclass
@@ -257,23 +311,69 @@ class Decision:
 
 # -- 1. read -------------------------------------------------------------------------
 def read(config: ProjectConfig, start, end, *, source: str | None = None) -> WindowSamples:
-    """The champion's version and reference profile, and the samples of ``[start, end)``."""
+    """The champion's version and reference profile, and the samples of ``[start, end)``.
+
+    From the sample store, a window of more than ``monitoring.contract_rows`` samples is
+    not loaded: the result streams it (see :class:`WindowSamples`). The store leases
+    the window so that retention never cuts it while it is judged
+    (:meth:`WindowSamples.close` ends the lease; :func:`judge_window` calls it).
+    """
     start, end = to_utc(start), to_utc(end)
     name = config.model.name
     version = registry.alias_version(config.tracking, name, registry.CHAMPION_ALIAS)
     if version is None:
         raise registry.RegistryError(f"model '{name}' has no champion to monitor")
     profile = load_champion_profile(config, version)
-    samples = open_reader(config, source).read_window(start, end)
-    return WindowSamples(
+    schema = dict(profile.schema)
+    reader = open_reader(config, source)
+    window = WindowSamples(
         model_name=name,
         model_version=version,
         start=start,
         end=end,
         profile=profile,
-        samples=samples,
-        current=_features_frame(samples, profile.schema),
+        samples=pd.DataFrame(),
+        current=pd.DataFrame(),
     )
+    if not hasattr(reader, "iter_window"):  # files: read whole, as given
+        window.samples = reader.read_window(start, end)
+        window.current = _features_frame(window.samples, schema)
+        return window
+    window.store_url = reader.url
+    window.lease_id = reader.lease(start, end)
+    window.chunk_rows = config.monitoring.partition_rows
+    try:
+        stats = reader.window_stats(start, end)
+        window.row_count = stats.rows
+        window.estimated_records = stats.estimated_records
+        window.sample_fraction = stats.min_fraction
+        cap = config.monitoring.contract_rows
+        if stats.rows <= cap:
+            window.samples = reader.read_window(start, end)
+        else:
+            window.samples = reader.read_window(start, end, every=math.ceil(stats.rows / cap))
+            window.stream = True
+        window.current = _features_frame(window.samples, schema)
+    except BaseException:
+        window.close()
+        raise
+    finally:
+        reader.close()
+    return window
+
+
+def _stream(
+    reader, start, end, schema: dict[str, str], chunk_rows: int, lease
+) -> Iterator[pd.DataFrame]:
+    """The window's profiled features in chunks of ``chunk_rows``, renewing the lease
+    as it goes (a long read outlives no lease)."""
+    renewed = time.monotonic()
+    for chunk in reader.iter_window(start, end, chunk_rows=chunk_rows, features_only=True):
+        if lease is not None and time.monotonic() - renewed > 60:
+            reader.renew(lease)
+            renewed = time.monotonic()
+        yield _features_frame(chunk, schema)
+        del chunk
 
 
 # -- 2. validate ---------------------------------------------------------------------
@@ -292,7 +392,7 @@ def validate(config: ProjectConfig, window: WindowSamples, monitors: list[Monito
     if contract is None:
         return None
     present = [c for c in contract.columns if c in window.samples.columns]
-    return validate_batch(contract, window.samples[present])
+    return validate_batch(contract, window.samples[present], row_count=window.rows)
 
 
 # -- 3. summarise --------------------------------------------------------------------
@@ -309,13 +409,18 @@ def summarise(config: ProjectConfig, window: WindowSamples, mapper: Mapper | Non
         row_slices,
         summarise_in_process,
         summarise_parts,
+        summarise_stream,
     )
 
+    groups = feature_groups(list(window.profile.features), config.monitoring.feature_groups)
+    mapper = mapper or summarise_in_process
+    if window.stream:  # streamed from the store: the chunks are the slices
+        return summarise_stream(window.profile, window.chunks(), groups, mapper=mapper)
     return summarise_parts(
         window.profile,
         row_slices(window.current, config.monitoring.partition_rows),
-        feature_groups(list(window.profile.features), config.monitoring.feature_groups),
-        mapper=mapper or summarise_in_process,
+        groups,
+        mapper=mapper,
     )
 
 
@@ -423,6 +528,8 @@ def record(
                 "model_name": name,
                 "model_version": version,
                 "rows": window.rows,
+                "estimated_records": round(window.estimated_records or window.rows, 1),
+                "sample_fraction": window.sample_fraction,
                 "window_start": start.isoformat(),
                 "window_end": end.isoformat(),
             },
@@ -585,11 +692,14 @@ def judge_window(
     """
     monitors = list(gates.monitors if monitors is None else monitors)
     window = read(config, start, end, source=source)
-    contract_result = validate(config, window, monitors)
-    counts = summarise(config, window, mapper)
-    decision = decide(config, window, counts, contract_result, monitors)
-    verdict = record(config, window, decision, contract_result, monitors)
-    return act(config, verdict, monitors)
+    try:  # the lease on the window holds until the actions are taken
+        contract_result = validate(config, window, monitors)
+        counts = summarise(config, window, mapper)
+        decision = decide(config, window, counts, contract_result, monitors)
+        verdict = record(config, window, decision, contract_result, monitors)
+        return act(config, verdict, monitors)
+    finally:
+        window.close()
 
 
 def window_override(window: str | None) -> pd.Timedelta | None:

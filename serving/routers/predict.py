@@ -27,7 +27,7 @@ from driftgate.serving.responses import (
 from driftgate.serving.schemas import PredictRequest, PredictResponse
 from driftgate.serving.writer import WriterClosed, WriterOverloaded
 from driftgate.stores._sql import StoreReplaced
-from driftgate.stores.samples import DuplicateRequestIds, Sample
+from driftgate.stores.samples import DuplicateRequestIds, Sample, is_sampled
 
 log = logging.getLogger(__name__)
 
@@ -108,12 +108,18 @@ async def predict(request: Request, svc: Service):
     scored = score(outputs, model.task, model.classes, settings.decision_threshold)
 
     received = datetime.now(UTC)
-    samples = _samples(model, body, request_id, received, scored)
-    failure = await _store(svc, samples, request_id)
+    fraction = settings.sample_fraction
+    samples = _samples(model, body, request_id, received, scored, fraction)
+    sampled = is_sampled(request_id, fraction)
+    # Not sampled (serving.sample_fraction): answered at once, nothing to make durable.
+    failure = await _store(svc, samples, request_id) if sampled else None
     if isinstance(failure, Response):
         return failure
-    stored = failure is None
-    if stored:
+    stored = sampled and failure is None
+    if not sampled:
+        metrics.records.inc(len(samples))
+        metrics.unsampled_records.inc(len(samples))
+    elif stored:
         metrics.records.inc(len(samples))
     elif settings.on_store_failure == "fail_closed":
         return error_response(
@@ -136,6 +142,7 @@ async def predict(request: Request, svc: Service):
             **({"task": model.task} if model.task != "binary" else {}),
             **scored.fields,
             "sample_stored": stored,
+            **({} if fraction >= 1.0 else {"sampled": sampled}),
         },
         headers={REQUEST_ID_HEADER: request_id, SAMPLE_STORED_HEADER: str(stored).lower()},
     )
@@ -226,6 +233,7 @@ def _samples(
     request_id: str,
     received: datetime,
     scored: Scored,
+    sample_fraction: float = 1.0,
 ) -> list[Sample]:
     timestamp = body.timestamp or received
     return [
@@ -240,6 +248,7 @@ def _samples(
             prediction=float(scored.prediction[i]),
             predicted_class=int(scored.predicted_class[i]),
             predicted_label=scored.predicted_label[i],
+            sample_fraction=sample_fraction,
         )
         for i, record in enumerate(body.records)
     ]
