@@ -314,6 +314,21 @@ def version_outputs(
     return task, tuple(str(c) for c in classes)
 
 
+def _run_has_artifact(tracking: TrackingSettings, run_id: str, folder: str, name: str) -> bool:
+    """Whether the run logged ``folder/name`` (a listing, not a failed download: a
+    missing file is an answer here, an unreachable store stays an error)."""
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=tracking.uri)
+    listed = _registry_call(
+        f"cannot list the {folder} artifacts of run {run_id}",
+        client.list_artifacts,
+        run_id,
+        folder,
+    )
+    return f"{folder}/{name}" in {item.path for item in listed}
+
+
 def load_model_spec(tracking: TrackingSettings, model_name: str, version: str) -> dict:
     """The version's ``weights/architecture.json`` (training.flavour.ModelSpec.from_dict
     reads it, old versions included): task, flavour, feature specs, classes."""
@@ -491,6 +506,8 @@ def version_feature_specs(
     model_version = _model_version(tracking, model_name, version)
     if not model_version.run_id or is_adopted(model_version.tags):
         return numeric_specs(features)
+    if not _run_has_artifact(tracking, model_version.run_id, WEIGHTS_FOLDER, ARCHITECTURE_FILE):
+        return numeric_specs(features)  # a model registered from files, not trained here
     spec = load_model_spec(tracking, model_name, version)
     if "flavour" not in spec or not spec.get("features"):
         return numeric_specs(features)

@@ -16,7 +16,7 @@ from driftgate.config import load_config
 from driftgate.gates.config import load_gate_config
 from driftgate.jobs import promote as promote_job
 from driftgate.jobs.train import run_training
-from driftgate.training.evaluate import METRIC_NAMES
+from driftgate.training.evaluate import TASK_METRICS
 from driftgate.training.train import TrainParams
 from tests.conftest import MlflowServer
 from tests.driftgate.lenient_gates import LENIENT_GATES
@@ -106,7 +106,7 @@ def test_description_says_what_was_trained_and_what_the_gate_decided(store):
     strong = model_version(store, "strong")["description"]
     digest = version_tags(model_version(store, "strong"))[registry.TAG_DATA_DIGEST]
     training, *labelled = strong.split("\n\n")
-    assert "training days" in training and f"data digest {digest[:12]}" in training
+    assert "training rows" in training and f"data digest {digest[:12]}" in training
     assert "val ROC AUC" in training
     assert [p.split(":**")[0] for p in labelled] == ["**Gate", "**Promotion"]  # re-gated: once
     assert labelled[0].startswith("**Gate:** passed ")
@@ -165,7 +165,8 @@ def test_data_version_tags_match_the_runs_dataset_input(store):
 
 def test_metric_keys_line_up_across_runs_version_tags_and_gate_checks(store):
     splits = ("train", "val", "test")
-    expected = {f"{split}_{metric}" for split in splits for metric in METRIC_NAMES}
+    task_metrics = TASK_METRICS["binary"]  # the demo's task
+    expected = {f"{split}_{metric}" for split in splits for metric in task_metrics}
     keys = {}
     for name in TRAINING:
         run = run_of(store, name)

@@ -16,6 +16,8 @@ from driftgate.stores._sql import normalise_url
 from driftgate.stores.samples import (
     LAYOUT_COLUMNAR,
     LAYOUT_JSON,
+    META_COLUMNS,
+    OUTPUT_COLUMNS,
     is_sampled,
     samples_table,
 )
@@ -94,7 +96,8 @@ def test_categorical_strings_come_back_as_strings_and_schemas_mix(store_url):
     assert window["flag"].iloc[0] is True
     assert window["a"].tolist()[0] == 1.5 and math.isnan(window["a"].iloc[1])
     assert math.isnan(window["c"].iloc[3])  # non-finite stored as null
-    assert list(window.columns[6:-2]) == ["a", "city", "flag", "c"]
+    features = window.columns[len(META_COLUMNS) : -len(OUTPUT_COLUMNS)]
+    assert list(features) == ["a", "city", "flag", "c"]
     # Chunk by chunk, each chunk has the union of its own rows' fields.
     chunks = list(store.iter_window(T0, T0 + DAY, chunk_rows=2, features_only=True))
     assert [list(c.columns) for c in chunks] == [["a", "city", "flag"], ["a", "city", "c"]]
@@ -222,6 +225,6 @@ def test_many_feature_lists_share_one_schema_table(store_url):
     store.append(batch)
     other = SqlSampleStore(store_url)  # another process's view: schemas read from the store
     window = other.read_window(T0, T0 + DAY)
-    assert list(window.columns[6:-2]) == ["f0", "f1", "f2"]
+    assert list(window.columns[len(META_COLUMNS) : -len(OUTPUT_COLUMNS)]) == ["f0", "f1", "f2"]
     assert window["f2"].notna().sum() == 10
     assert window["f0"].tolist() == [s.features["f0"] for s in batch]
