@@ -83,6 +83,18 @@ def trained_model(project_config) -> TrainedModel:
     return TrainedModel(project_config, data, result, metrics, outcome, aliases)
 
 
+def mlflow_client(uri: str):
+    """An MlflowClient whose registry is the same store as its tracking.
+
+    ``MlflowClient(tracking_uri=X)`` alone takes its registry from MLflow's process-wide
+    registry URI when one is set, and ``registry.use_store`` sets it for whichever store
+    an earlier test used: registry calls would then go to that other store.
+    """
+    from mlflow import MlflowClient
+
+    return MlflowClient(tracking_uri=uri, registry_uri=uri)
+
+
 def free_port() -> int:
     import socket
 

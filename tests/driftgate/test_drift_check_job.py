@@ -9,13 +9,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from mlflow import MlflowClient
 
 from driftgate import registry
 from driftgate.gates.config import load_gate_config
 from driftgate.jobs import drift_check as job
 from driftgate.stores.control import ControlStore
 from driftgate.stores.samples import Sample, SqlSampleStore
+from tests.conftest import mlflow_client
 
 CALM = ("2030-01-01", "2030-01-02")
 DRIFT_1 = ("2030-01-02", "2030-01-03")
@@ -60,7 +60,7 @@ def monitored(trained_model, tmp_path_factory):
     )
     config.home = str(folder / "home")
     version = trained_model.outcome.registered.version
-    MlflowClient(tracking_uri=config.tracking.uri).set_registered_model_alias(
+    mlflow_client(config.tracking.uri).set_registered_model_alias(
         config.model.name, registry.CHAMPION_ALIAS, version
     )
     data, features = trained_model.data, trained_model.data.features
@@ -128,7 +128,7 @@ def test_drifted_windows_open_exactly_one_review_and_rerun_changes_nothing(monit
     assert again.actions[0].changed is False
     assert not paused(monitored).paused
     tags = (
-        MlflowClient(tracking_uri=monitored["config"].tracking.uri)
+        mlflow_client(monitored["config"].tracking.uri)
         .get_model_version(monitored["config"].model.name, monitored["version"])
         .tags
     )
@@ -165,7 +165,7 @@ def test_a_rerun_of_a_judged_window_after_a_resume_does_not_pause_again(monitore
 
 def test_each_window_is_an_mlflow_run_with_metrics_and_evidence(monitored):
     verdict = judge(monitored, DRIFT_1)
-    client = MlflowClient(tracking_uri=monitored["config"].tracking.uri)
+    client = mlflow_client(monitored["config"].tracking.uri)
     run = client.get_run(verdict.run_id)
     assert run.data.tags["driftgate.model_version"] == monitored["version"]
     assert run.data.tags["driftgate.window_start"].startswith("2030-01-02")
@@ -211,9 +211,9 @@ def test_summarise_and_decide_judge_a_window_without_touching_any_store(monitore
     assert [r.monitor for r in decision.results] == [m.name for m in monitors]
     assert [r.monitor for r in decision.results if r.breached] == ["mean-shift-kl"]
     assert {r.test for r in decision.evidence.results} == set(job.EVIDENCE_TESTS)
-    runs = MlflowClient(tracking_uri=config.tracking.uri).search_runs(
+    runs = mlflow_client(config.tracking.uri).search_runs(
         [
-            MlflowClient(tracking_uri=config.tracking.uri)
+            mlflow_client(config.tracking.uri)
             .get_experiment_by_name(config.monitoring.experiment)
             .experiment_id
         ],
@@ -312,7 +312,7 @@ def test_a_single_request_is_insufficient_data_and_opens_no_review(monitored):
     kl = next(r for r in verdict.results if r.monitor == "mean-shift-kl")
     assert kl.status == "insufficient_data" and "not significant" in kl.reason
     assert len(open_reviews(monitored)) == reviews_before
-    run = MlflowClient(tracking_uri=config.tracking.uri).get_run(verdict.run_id)
+    run = mlflow_client(config.tracking.uri).get_run(verdict.run_id)
     assert run.data.metrics["monitor.mean-shift-kl.insufficient_data"] == 1.0
     assert "mean-shift-kl" in run.data.tags["driftgate.insufficient_data"]
     assert "insufficient_data" in verdict.markdown()

@@ -21,13 +21,13 @@ import zipfile
 
 import pytest
 import torch
-from mlflow import MlflowClient
 
 from driftgate import registry
 from driftgate.config import load_config
 from driftgate.jobs import train as train_job
 from driftgate.training.train import TrainParams
 from tests import hostile_models as hostile
+from tests.conftest import mlflow_client
 from tests.driftgate.lenient_gates import LENIENT_GATES
 
 MODEL = "guarded"
@@ -246,11 +246,7 @@ def test_a_hostile_state_dict_never_reaches_torch_load(store, marker, tmp_path):
     (weights / "architecture.json").write_text(json.dumps({"n_features": 8}))
     (weights / "state_dict.pt").write_bytes(hostile.torch_save_payload(marker))
     version = store["variants"].register(weights=weights)
-    run_id = (
-        MlflowClient(tracking_uri=store["config"].tracking.uri)
-        .get_model_version(MODEL, version)
-        .run_id
-    )
+    run_id = mlflow_client(store["config"].tracking.uri).get_model_version(MODEL, version).run_id
     with pytest.raises(
         registry.RegistryError, match=r"state_dict\.pt!data\.pkl: a pickle naming __builtin__\.exec"
     ):
@@ -295,7 +291,7 @@ def test_promote_refuses_a_hostile_candidate_naming_the_reason(store, marker):
     assert f"models:/{MODEL}/{version}: refusing to load a pickled model" in done.stderr
     assert "python_model.pkl: a pickle stream" in done.stderr
     assert not marker.exists(), "the payload ran in the gate"
-    client = MlflowClient(tracking_uri=store["config"].tracking.uri)
+    client = mlflow_client(store["config"].tracking.uri)
     assert registry.CHAMPION_ALIAS not in client.get_registered_model(MODEL).aliases
 
 

@@ -14,7 +14,6 @@ from xml.etree import ElementTree
 
 import pytest
 import torch
-from mlflow import MlflowClient
 
 from driftgate import registry
 from driftgate.config import load_config
@@ -23,6 +22,7 @@ from driftgate.jobs import promote as promote_job
 from driftgate.jobs import train as train_job
 from driftgate.training.model import TabularClassifier
 from driftgate.training.train import TrainParams
+from tests.conftest import mlflow_client
 from tests.driftgate.lenient_gates import LENIENT_GATES
 from tests.gates.plugin import docs_example_registered
 
@@ -75,7 +75,7 @@ def store(tmp_path_factory):
 
 
 def set_aliases(store, champion=None, previous=None):
-    client = MlflowClient(tracking_uri=store["config"].tracking.uri)
+    client = mlflow_client(store["config"].tracking.uri)
     for alias, version in (
         (registry.CHAMPION_ALIAS, champion),
         (registry.PREVIOUS_CHAMPION_ALIAS, previous),
@@ -88,7 +88,7 @@ def set_aliases(store, champion=None, previous=None):
 
 
 def aliases(store) -> dict[str, str]:
-    client = MlflowClient(tracking_uri=store["config"].tracking.uri)
+    client = mlflow_client(store["config"].tracking.uri)
     return {k: str(v) for k, v in client.get_registered_model("gated").aliases.items()}
 
 
@@ -106,7 +106,7 @@ def test_better_candidate_is_promoted_and_aliases_move(store, tmp_path):
     assert outcome.promoted, outcome.result.table()
     assert outcome.previous_champion == store["weak"]
     assert aliases(store) == {"champion": store["strong"], "previous-champion": store["weak"]}
-    version = MlflowClient(tracking_uri=store["config"].tracking.uri).get_model_version(
+    version = mlflow_client(store["config"].tracking.uri).get_model_version(
         "gated", store["strong"]
     )
     assert version.tags[registry.TAG_GATE_STATUS] == "passed"
@@ -125,7 +125,7 @@ def test_worse_candidate_fails_every_relevant_check_and_leaves_aliases(store, tm
     assert aliases(store) == {"champion": store["strong"], "previous-champion": store["weak"]}
     junit = ElementTree.parse(outcome.report_files["junit"]).getroot()
     assert int(junit.get("failures")) == len(failed)
-    client = MlflowClient(tracking_uri=store["config"].tracking.uri)
+    client = mlflow_client(store["config"].tracking.uri)
     assert (
         client.get_model_version("gated", store["bad"]).tags[registry.TAG_GATE_STATUS] == "failed"
     )
@@ -151,11 +151,7 @@ def test_rollback_restores_the_previous_champion_and_records_why(store):
     demoted, restored = registry.rollback_champion(store["config"].tracking, "gated", "bad night")
     assert (demoted, restored) == (store["strong"], store["weak"])
     assert aliases(store) == {"champion": store["weak"]}
-    tags = (
-        MlflowClient(tracking_uri=store["config"].tracking.uri)
-        .get_model_version("gated", demoted)
-        .tags
-    )
+    tags = mlflow_client(store["config"].tracking.uri).get_model_version("gated", demoted).tags
     assert tags[registry.TAG_ROLLBACK_REASON] == "bad night"
     with pytest.raises(registry.RegistryError, match="no previous champion"):
         registry.rollback_champion(store["config"].tracking, "gated", "again")

@@ -1,13 +1,13 @@
 """Promotion over HTTP against a real MLflow server that goes away mid-promotion."""
 
 import pytest
-from mlflow import MlflowClient
 
 from driftgate import registry
 from driftgate.config import load_config
 from driftgate.gates.config import load_gate_config
 from driftgate.jobs import promote as promote_job
 from driftgate.jobs.train import run_training
+from tests.conftest import mlflow_client
 
 
 def test_registry_outage_leaves_aliases_unchanged_and_a_retry_succeeds(
@@ -30,7 +30,7 @@ def test_registry_outage_leaves_aliases_unchanged_and_a_retry_succeeds(
         promote_job.promote(config, result)
 
     mlflow_server.start()
-    client = MlflowClient(tracking_uri=mlflow_server.uri)
+    client = mlflow_client(mlflow_server.uri)
     assert client.get_registered_model("served").aliases == {}
     promote_job.promote(config, result)
     assert client.get_registered_model("served").aliases == {"champion": version}

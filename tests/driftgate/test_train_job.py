@@ -7,18 +7,18 @@ import mlflow
 import numpy as np
 import pytest
 import torch
-from mlflow import MlflowClient
 
 from driftgate import registry
 from driftgate.training.data import DataError, feature_matrix
 from driftgate.training.evaluate import classification_metrics
 from driftgate.training.flavour import BuiltinFlavour
 from driftgate.training.model import TabularClassifier, predict_proba
+from tests.conftest import mlflow_client
 
 
 @pytest.fixture(scope="module")
 def client(trained_model):
-    return MlflowClient(tracking_uri=trained_model.config.tracking.uri)
+    return mlflow_client(trained_model.config.tracking.uri)
 
 
 def test_model_reloaded_from_the_registry_predicts_like_the_one_in_memory(trained_model):

@@ -15,14 +15,13 @@ import httpx
 import numpy as np
 import pandas as pd
 import pytest
-from mlflow import MlflowClient
 
 from driftgate import registry
 from driftgate.config import load_config
 from driftgate.flows.drift_check import drift_check_flow
 from driftgate.jobs import demo as loop
 from driftgate.jobs.drift_check import control_store, review_store
-from tests.conftest import free_port
+from tests.conftest import free_port, mlflow_client
 
 DAYS = {"calm": "2031-03-01", "drift_1": "2031-03-02", "drift_2": "2031-03-03", "gap": "2031-03-04"}
 
@@ -40,7 +39,7 @@ def running(trained_model, tmp_path_factory):
         f"  model_poll_seconds: 1\n"
     )
     config = load_config(config_file)
-    MlflowClient(tracking_uri=tracking.uri).set_registered_model_alias(
+    mlflow_client(tracking.uri).set_registered_model_alias(
         config.model.name, registry.CHAMPION_ALIAS, trained_model.outcome.registered.version
     )
     service = loop.start_service(str(config_file), port, root / "service.log")

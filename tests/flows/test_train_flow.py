@@ -2,19 +2,19 @@
 
 import numpy as np
 import pytest
-from mlflow import MlflowClient
 
 from driftgate import registry
 from driftgate.flows.train import train_flow
 from driftgate.jobs.data import prepare_data
 from driftgate.training.data import feature_matrix
 from driftgate.training.evaluate import classification_metrics
+from tests.conftest import mlflow_client
 
 
 def test_train_flow_registers_a_version_that_reproduces_its_logged_accuracy(
     project_dir, project_config
 ):
-    client = MlflowClient(tracking_uri=project_config.tracking.uri)
+    client = mlflow_client(project_config.tracking.uri)
     name = project_config.model.name
     before = {str(v.version) for v in client.search_model_versions(f"name='{name}'")}
     aliases_before = client.get_registered_model(name).aliases
