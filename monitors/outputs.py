@@ -43,6 +43,10 @@ OUTPUTS_FORMAT_VERSION = 1
 # prediction) and the class (binary: 0/1; multiclass: the class index).
 VALUE_COLUMN = "prediction"
 CLASS_COLUMN = "predicted_class"
+# Window sizes at which the no-drift spread of an estimate is measured on the reference
+# (bootstrap); between them it is interpolated, beyond them held.
+SPREAD_ROWS = (20, 50, 200, 1000)
+SPREAD_RESAMPLES = 200
 # What the confidence-based estimate can estimate, per task.
 ESTIMABLE_METRICS: dict[str, tuple[str, ...]] = {
     "binary": ("accuracy", "roc_auc"),
@@ -154,10 +158,16 @@ def hanley_mcneil_se(auc: float, positives: float, negatives: float) -> float:
 class Estimate:
     """A window's estimated metric, its sampling error and what it is compared with.
 
-    ``standard_error`` is the sampling error of the metric on a window of ``rows``
-    records like the reference (accuracy: binomial; ROC AUC: Hanley-McNeil at the
-    reference's class balance), as NannyML reports its sampling error: the spread a
-    window's value has at this size without any drift.
+    Two errors, for two questions:
+
+    * ``standard_error``: how far the window's *realized* metric may lie from the
+      estimate by chance at this size (accuracy: binomial; ROC AUC: Hanley-McNeil at
+      the reference's class balance), as NannyML reports its sampling error: the band
+      drawn around an estimate;
+    * ``null_error``: how far the *estimate* itself moves between windows of this size
+      drawn like the reference (its spread measured on the reference, plus the
+      reference estimate's own), which is what a drop is tested against. Estimates
+      average confidences, so they move less than realized metrics do.
     """
 
     metric: str
@@ -166,16 +176,24 @@ class Estimate:
     rows: int
     reference_estimate: float
     reference_realized: float
+    null_error: float = float("nan")
+    null_bias: float = 0.0
+    floor: float = 0.0  # the lowest value the estimate can take
 
     @property
     def drop(self) -> float:
-        return self.reference_estimate - self.value
+        """How far the estimate is below the reference estimate, net of the estimate's
+        no-drift bias at this window's size (what a breach is decided on)."""
+        return self.reference_estimate + self.null_bias - self.value
 
     def to_dict(self) -> dict[str, float | int | str]:
         return {
             "metric": self.metric,
             "estimate": self.value,
             "standard_error": self.standard_error,
+            "null_error": self.null_error,
+            "null_bias": self.null_bias,
+            "floor": self.floor,
             "rows": self.rows,
             "reference_estimate": self.reference_estimate,
             "reference_realized": self.reference_realized,
@@ -195,6 +213,8 @@ class OutputsProfile:
         calibrator: Classifiers: the isotonic calibrator of the outputs (None otherwise).
         realized: The task's estimable metrics realized on the reference split.
         estimated: The same metrics estimated from the calibrated outputs alone.
+        spread: Metric -> ``{"rows": [...], "unit_std": [...]}``: the no-drift standard
+            deviation of the estimate on windows of those sizes, times ``sqrt(rows)``.
         positive_share: Binary: the reference's share of class 1.
         split: Which split the outputs are from.
     """
@@ -206,6 +226,7 @@ class OutputsProfile:
     calibrator: Calibrator | None = None
     realized: dict[str, float] = field(default_factory=dict)
     estimated: dict[str, float] = field(default_factory=dict)
+    spread: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     positive_share: float | None = None
     split: str = "validation"
 
@@ -257,7 +278,39 @@ class OutputsProfile:
         fitted.estimated = {
             metric: _estimate_value(fitted, frame, metric) for metric in ESTIMABLE_METRICS[task]
         }
+        fitted.spread = {metric: _spread(fitted, frame, metric) for metric in fitted.estimated}
         return fitted
+
+    def null_error(self, metric: str, rows: int) -> float:
+        """The no-drift standard deviation of ``estimate - reference estimate`` on a
+        window of ``rows``: the estimate's spread at that size, and the reference
+        estimate's own error. The calibrator is fitted on the reference labels, so the
+        reference estimate carries their sampling error (it equals the realized
+        accuracy there): that of the realized metric on the reference rows."""
+        if rows < 1:
+            return float("inf")
+        spread = self.spread[metric]
+        unit = float(np.interp(np.log(rows), np.log(spread["rows"]), spread["unit_std"]))
+        return math.sqrt(unit**2 / rows + self.realized_error(metric, self.rows) ** 2)
+
+    def null_bias(self, metric: str, rows: int) -> float:
+        """The no-drift mean of ``estimate - reference estimate`` on windows of ``rows``
+        (ROC AUC on a few dozen rows is estimated low; accuracy is unbiased: 0)."""
+        spread = self.spread[metric]
+        if "bias" not in spread or rows < 1:
+            return 0.0
+        return float(np.interp(np.log(rows), np.log(spread["rows"]), spread["bias"]))
+
+    def realized_error(self, metric: str, rows: int) -> float:
+        """Sampling error of the realized ``metric`` on ``rows`` records like the
+        reference: binomial for accuracy, Hanley-McNeil for ROC AUC."""
+        reference = self.realized[metric]
+        if rows < 1:
+            return float("inf")
+        if metric == "accuracy":
+            return math.sqrt(reference * (1 - reference) / rows)
+        positives = rows * (self.positive_share or 0.0)
+        return hanley_mcneil_se(reference, positives, rows - positives)
 
     def estimate(self, frame: pd.DataFrame, metric: str) -> Estimate:
         """The window's ``metric`` estimated from its stored outputs (see the module
@@ -269,20 +322,29 @@ class OutputsProfile:
             )
         rows = len(frame)
         value = _estimate_value(self, frame, metric) if rows else float("nan")
-        reference = self.realized[metric]
-        if metric == "accuracy":
-            error = math.sqrt(reference * (1 - reference) / rows) if rows else float("inf")
-        else:
-            positives = rows * (self.positive_share or 0.0)
-            error = hanley_mcneil_se(reference, positives, rows - positives)
         return Estimate(
             metric=metric,
             value=value,
-            standard_error=error,
+            standard_error=self.realized_error(metric, rows),
             rows=rows,
             reference_estimate=self.estimated[metric],
-            reference_realized=reference,
+            reference_realized=self.realized[metric],
+            null_error=self.null_error(metric, rows),
+            null_bias=self.null_bias(metric, rows),
+            floor=self.floor(metric),
         )
+
+    def floor(self, metric: str) -> float:
+        """The lowest estimate any window can give: ROC AUC 0.5 (the calibrator is
+        monotone, so calibrated confidences never rank worse than chance); accuracy the
+        smallest expected hit the calibrator gives any output."""
+        if metric == "roc_auc":
+            return 0.5
+        grid = np.linspace(0.0, 1.0, 1001)
+        calibrated = self.calibrator(grid)
+        if self.task == "multiclass":
+            return float(calibrated[grid >= 1 / max(len(self.classes), 2)].min())
+        return float(np.where(grid >= self.decision_threshold, calibrated, 1 - calibrated).min())
 
     def save(self, folder: str | Path) -> Path:
         """Write ``outputs.json`` and the outputs' own profile into ``folder``."""
@@ -300,6 +362,7 @@ class OutputsProfile:
             "calibrator": None if self.calibrator is None else self.calibrator.to_json(),
             "realized": self.realized,
             "estimated": self.estimated,
+            "spread": self.spread,
         }
         (folder / OUTPUTS_JSON).write_text(json.dumps(document, indent=2, allow_nan=False))
         return folder
@@ -329,6 +392,7 @@ class OutputsProfile:
             calibrator=None if calibrator is None else Calibrator.from_json(calibrator),
             realized={k: float(v) for k, v in document["realized"].items()},
             estimated={k: float(v) for k, v in document["estimated"].items()},
+            spread=document.get("spread", {}),
             positive_share=document.get("positive_share"),
             split=document.get("split", "validation"),
         )
@@ -355,12 +419,36 @@ def _estimate_value(profile: OutputsProfile, frame: pd.DataFrame, metric: str) -
     return float(np.where(predicted, calibrated, 1.0 - calibrated).mean())
 
 
+def _spread(profile: OutputsProfile, frame: pd.DataFrame, metric: str) -> dict[str, list]:
+    """The estimate's no-drift spread (see :attr:`OutputsProfile.spread`): exact for
+    accuracy (a mean of per-record expected hits), bootstrapped for ROC AUC."""
+    scores = frame[VALUE_COLUMN].to_numpy(dtype=np.float64)
+    calibrated = profile.calibrator(scores)
+    if metric == "accuracy":
+        if profile.task == "multiclass":
+            hits = calibrated
+        else:
+            hits = np.where(frame[CLASS_COLUMN].to_numpy() == 1, calibrated, 1.0 - calibrated)
+        unit = float(hits.std())
+        return {"rows": list(SPREAD_ROWS), "unit_std": [unit] * len(SPREAD_ROWS)}
+    rng = np.random.default_rng(0)
+    units, biases = [], []
+    for rows in SPREAD_ROWS:
+        draws = rng.integers(0, scores.size, size=(SPREAD_RESAMPLES, rows))
+        values = np.array([expected_roc_auc(scores[d], calibrated[d]) for d in draws])
+        units.append(float(np.nanstd(values) * math.sqrt(rows)))
+        biases.append(float(np.nanmean(values)) - profile.estimated[metric])
+    return {"rows": list(SPREAD_ROWS), "unit_std": units, "bias": biases}
+
+
 def decide_estimate(estimate: Estimate, threshold: float, level: float | None) -> dict[str, Any]:
     """Whether an estimated drop breaches: ``drop >= threshold`` and, calibrated, the
-    drop significant at ``level`` (one-sided z test with the window's sampling error).
+    drop significant at ``level`` (one-sided z test against the estimate's no-drift
+    spread at the window's size, :attr:`Estimate.null_error`).
 
     Returns ``breached``, ``p_value``, ``min_detectable`` (the smallest drop this window
-    could flag) and ``insufficient`` (even a drop to zero would not be significant).
+    could flag) and ``insufficient`` (even a drop to :attr:`Estimate.floor` would not
+    be significant).
     """
     if level is None:
         return {
@@ -369,7 +457,7 @@ def decide_estimate(estimate: Estimate, threshold: float, level: float | None) -
             "min_detectable": threshold,
             "insufficient": False,
         }
-    error = estimate.standard_error
+    error = estimate.null_error
     critical = float(stats.norm.isf(level)) * error
     p_value = float(stats.norm.sf(estimate.drop / error)) if error > 0 else 0.0
     detectable = max(threshold, critical)
@@ -377,7 +465,9 @@ def decide_estimate(estimate: Estimate, threshold: float, level: float | None) -
         "breached": bool(estimate.drop >= threshold and p_value <= level),
         "p_value": p_value,
         "min_detectable": detectable,
-        "insufficient": not math.isfinite(detectable) or detectable >= estimate.reference_estimate,
+        # Insufficient: even the lowest possible estimate would not be a significant drop.
+        "insufficient": not math.isfinite(detectable)
+        or detectable > estimate.reference_estimate + estimate.null_bias - estimate.floor,
     }
 
 
@@ -501,8 +591,8 @@ def _performance_estimate(
         return MonitorResult(
             **base,
             status="insufficient_data",
-            reason=f"{estimate.rows} rows: the sampling error "
-            f"({estimate.standard_error:.3g}) is too large for any drop of {metric} to be "
+            reason=f"{estimate.rows} rows: the estimate's no-drift spread "
+            f"({estimate.null_error:.3g}) is too large for any drop of {metric} to be "
             f"significant at level {level:.3g}"
             if math.isfinite(estimate.value)
             else f"{metric} cannot be estimated on this window (one class only)",
