@@ -154,6 +154,14 @@ def test_unsure_outputs_are_prediction_drift_and_an_estimated_drop_with_evidence
     accuracy = results["accuracy-estimate"]
     assert accuracy.details["drop"] > 0.05 and accuracy.p_value <= accuracy.level
     assert {a.action for a in verdict.actions} == {"open_review"}
+    reviews = job.review_store(monitored["config"])
+    try:
+        review = next(r for r in reviews.list(status="open") if r.monitor == "accuracy-estimate")
+    finally:
+        reviews.close()
+    assert review.observed == pytest.approx(accuracy.observed)
+    detail = next(a.detail for a in verdict.actions if a.monitor == "accuracy-estimate")
+    assert "a drop of" in detail and ">= 0.05 from the reference" in detail
     run = MlflowClient(tracking_uri=monitored["config"].tracking.uri).get_run(verdict.run_id)
     metrics = run.data.metrics
     assert metrics["monitor.accuracy-estimate.estimate"] == pytest.approx(accuracy.observed)
