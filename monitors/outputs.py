@@ -47,6 +47,7 @@ CLASS_COLUMN = "predicted_class"
 # (bootstrap); between them it is interpolated, beyond them held.
 SPREAD_ROWS = (20, 50, 200, 1000)
 SPREAD_RESAMPLES = 200
+REFERENCE_RESAMPLES = 100
 # What the confidence-based estimate can estimate, per task.
 ESTIMABLE_METRICS: dict[str, tuple[str, ...]] = {
     "binary": ("accuracy", "roc_auc"),
@@ -271,27 +272,31 @@ class OutputsProfile:
         if task == "binary":
             fitted.calibrator = Calibrator.fit(frame[VALUE_COLUMN].to_numpy(), target)
             fitted.positive_share = float(target.mean())
-        else:
-            hits = frame[CLASS_COLUMN].to_numpy() == target
+        hits = frame[CLASS_COLUMN].to_numpy() == target
+        if task == "multiclass":
             fitted.calibrator = Calibrator.fit(frame[VALUE_COLUMN].to_numpy(), hits)
         fitted.realized = realized_metrics(task, frame, target)
         fitted.estimated = {
             metric: _estimate_value(fitted, frame, metric) for metric in ESTIMABLE_METRICS[task]
         }
-        fitted.spread = {metric: _spread(fitted, frame, metric) for metric in fitted.estimated}
+        outcomes = target if task == "binary" else hits
+        fitted.spread = {
+            metric: _spread(fitted, frame, metric, outcomes) for metric in fitted.estimated
+        }
         return fitted
 
     def null_error(self, metric: str, rows: int) -> float:
         """The no-drift standard deviation of ``estimate - reference estimate`` on a
         window of ``rows``: the estimate's spread at that size, and the reference
-        estimate's own error. The calibrator is fitted on the reference labels, so the
-        reference estimate carries their sampling error (it equals the realized
-        accuracy there): that of the realized metric on the reference rows."""
+        estimate's own error (``reference_std``: the calibrator is fitted on the
+        reference, so its in-sample estimate is off by more than the outputs' spread
+        alone; measured by refitting on bootstrap references)."""
         if rows < 1:
             return float("inf")
         spread = self.spread[metric]
         unit = float(np.interp(np.log(rows), np.log(spread["rows"]), spread["unit_std"]))
-        return math.sqrt(unit**2 / rows + self.realized_error(metric, self.rows) ** 2)
+        reference = spread.get("reference_std", unit / math.sqrt(self.rows))
+        return math.sqrt(unit**2 / rows + reference**2)
 
     def null_bias(self, metric: str, rows: int) -> float:
         """The no-drift mean of ``estimate - reference estimate`` on windows of ``rows``
@@ -408,9 +413,11 @@ def realized_metrics(task: str, frame: pd.DataFrame, target: np.ndarray) -> dict
     return realized
 
 
-def _estimate_value(profile: OutputsProfile, frame: pd.DataFrame, metric: str) -> float:
+def _estimate_value(
+    profile: OutputsProfile, frame: pd.DataFrame, metric: str, calibrator: Calibrator | None = None
+) -> float:
     scores = frame[VALUE_COLUMN].to_numpy(dtype=np.float64)
-    calibrated = profile.calibrator(scores)
+    calibrated = (calibrator or profile.calibrator)(scores)
     if metric == "roc_auc":
         return expected_roc_auc(scores, calibrated)
     if profile.task == "multiclass":  # the calibrated chance that the top class is right
@@ -419,9 +426,33 @@ def _estimate_value(profile: OutputsProfile, frame: pd.DataFrame, metric: str) -
     return float(np.where(predicted, calibrated, 1.0 - calibrated).mean())
 
 
-def _spread(profile: OutputsProfile, frame: pd.DataFrame, metric: str) -> dict[str, list]:
+def _reference_std(
+    profile: OutputsProfile, frame: pd.DataFrame, metric: str, outcomes: np.ndarray
+) -> float:
+    """How far an in-sample reference estimate lies from the estimate the same
+    calibrator gives the population: calibrators refitted on bootstrap references, each
+    estimate on its own reference minus on the whole reference (the population's proxy)."""
+    rng = np.random.default_rng(1)
+    scores = frame[VALUE_COLUMN].to_numpy(dtype=np.float64)
+    gaps = []
+    for _ in range(REFERENCE_RESAMPLES):
+        draw = rng.integers(0, scores.size, scores.size)
+        try:
+            calibrator = Calibrator.fit(scores[draw], outcomes[draw])
+        except OutputsError:  # a resample with one outcome only
+            continue
+        inside = _estimate_value(profile, frame.iloc[draw], metric, calibrator)
+        gaps.append(inside - _estimate_value(profile, frame, metric, calibrator))
+    return float(np.nanstd(gaps)) if len(gaps) > 1 else float("nan")
+
+
+def _spread(
+    profile: OutputsProfile, frame: pd.DataFrame, metric: str, outcomes: np.ndarray
+) -> dict[str, Any]:
     """The estimate's no-drift spread (see :attr:`OutputsProfile.spread`): exact for
-    accuracy (a mean of per-record expected hits), bootstrapped for ROC AUC."""
+    accuracy (a mean of per-record expected hits), bootstrapped for ROC AUC; and the
+    reference estimate's own error (:func:`_reference_std`)."""
+    reference = _reference_std(profile, frame, metric, np.asarray(outcomes))
     scores = frame[VALUE_COLUMN].to_numpy(dtype=np.float64)
     calibrated = profile.calibrator(scores)
     if metric == "accuracy":
@@ -430,7 +461,11 @@ def _spread(profile: OutputsProfile, frame: pd.DataFrame, metric: str) -> dict[s
         else:
             hits = np.where(frame[CLASS_COLUMN].to_numpy() == 1, calibrated, 1.0 - calibrated)
         unit = float(hits.std())
-        return {"rows": list(SPREAD_ROWS), "unit_std": [unit] * len(SPREAD_ROWS)}
+        return {
+            "rows": list(SPREAD_ROWS),
+            "unit_std": [unit] * len(SPREAD_ROWS),
+            "reference_std": reference,
+        }
     rng = np.random.default_rng(0)
     units, biases = [], []
     for rows in SPREAD_ROWS:
@@ -438,7 +473,12 @@ def _spread(profile: OutputsProfile, frame: pd.DataFrame, metric: str) -> dict[s
         values = np.array([expected_roc_auc(scores[d], calibrated[d]) for d in draws])
         units.append(float(np.nanstd(values) * math.sqrt(rows)))
         biases.append(float(np.nanmean(values)) - profile.estimated[metric])
-    return {"rows": list(SPREAD_ROWS), "unit_std": units, "bias": biases}
+    return {
+        "rows": list(SPREAD_ROWS),
+        "unit_std": units,
+        "bias": biases,
+        "reference_std": reference,
+    }
 
 
 def decide_estimate(estimate: Estimate, threshold: float, level: float | None) -> dict[str, Any]:

@@ -248,23 +248,30 @@ def test_the_estimate_breaches_only_when_the_model_is_estimated_to_be_hurt(binar
     assert tiny.status == "insufficient_data" and "no-drift spread" in tiny.reason
 
 
-@pytest.mark.parametrize("rows", [50, 200, 1000])
-def test_estimate_false_alarm_rate_is_within_its_budget(binary, rows):
-    rule = monitor(
-        "performance_estimate:roc_auc",
-        threshold=0.0,
-        schedule="0 0 * * *",
-        false_alarms={"rate": 0.2, "per": "1d"},
-    )
-    rng = np.random.default_rng(100 + rows)
-    windows = 300
-    breaches = sum(
-        evaluate_output_monitor(
-            rule, binary, output_frame("binary", rng.beta(2, 2, rows), 0.5)
-        ).breached
-        for _ in range(windows)
-    )
-    assert breaches / windows <= 0.2 + 3 * np.sqrt(0.2 * 0.8 / windows)
+def test_estimate_false_alarm_rate_is_within_its_budget_over_references():
+    """No drift, a 20% budget per check, threshold 0: the share of breaching windows, over
+    references as well as windows (the budget holds over both; one unlucky reference
+    makes its windows likelier to breach), is at most 0.2 within its standard error."""
+    rules = {
+        metric: monitor(
+            metric, threshold=0.0, schedule="0 0 * * *", false_alarms={"rate": 0.2, "per": "1d"}
+        )
+        for metric in ("performance_estimate:accuracy", "performance_estimate:roc_auc")
+    }
+    rng = np.random.default_rng(9)
+    shares = {(metric, rows): [] for metric in rules for rows in (50, 1000)}
+    windows = 30
+    for _ in range(8):
+        profile = OutputsProfile.fit("binary", *calibrated_binary(rng, 1500))
+        for rows in (50, 1000):
+            frames = [output_frame("binary", rng.beta(2, 2, rows), 0.5) for _ in range(windows)]
+            for metric, rule in rules.items():
+                breached = [evaluate_output_monitor(rule, profile, f).breached for f in frames]
+                shares[metric, rows].append(np.mean(breached))
+    for key, found in shares.items():
+        found = np.asarray(found)
+        error = max(found.std(ddof=1) / np.sqrt(found.size), np.sqrt(0.16 / (found.size * windows)))
+        assert found.mean() <= 0.2 + 3 * error, (key, found.mean(), error)
 
 
 def test_multiclass_accuracy_is_estimated_from_the_top_class_confidence():
