@@ -28,7 +28,7 @@ from scipy import stats
 from driftgate.monitors.budget import expected_false_fires
 from driftgate.monitors.nulls import BINNED, binned_null, binned_statistic, decision_bound
 from driftgate.monitors.profile import NumericProfile
-from driftgate.monitors.rules import CONTRACT_PREFIX, Monitor
+from driftgate.monitors.rules import CONTRACT_PREFIX, Monitor, is_output_metric
 
 POWER = 0.8
 FACTOR = 2.0
@@ -170,7 +170,7 @@ def plan_monitor(monitor: Monitor, profile, rows_per_window: int, within: int = 
         smallest_shift=None,
         shift_units=units,
     )
-    if metric.startswith(CONTRACT_PREFIX):
+    if metric.startswith(CONTRACT_PREFIX) or is_output_metric(metric):
         return plan
     features = _features(monitor, profile)
     level = monitor.level(len(features))

@@ -25,7 +25,10 @@ category's string form).
 On disk a profile is a folder: ``profile.json`` (versioned, human-readable),
 ``breakpoints.npz`` (numeric arrays, loaded with ``allow_pickle=False``) and
 ``reference_sample.parquet`` (a bounded random sample of reference rows, used only
-for the human-readable Evidently report). Nothing is pickled.
+for the human-readable Evidently report) and, when the model's outputs were profiled,
+``outputs/`` (:class:`monitors.outputs.OutputsProfile`: the champion's outputs on its
+validation split and their calibrator, for ``prediction_drift`` and
+``performance_estimate:<metric>``; a profile without it still loads). Nothing is pickled.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ PROFILE_FORMAT_VERSION = 1
 PROFILE_JSON = "profile.json"
 BREAKPOINTS_NPZ = "breakpoints.npz"
 REFERENCE_SAMPLE_PARQUET = "reference_sample.parquet"
+OUTPUTS_DIR = "outputs"
 
 FeatureType = Literal["numeric", "categorical"]
 FEATURE_TYPES: tuple[str, ...] = ("numeric", "categorical")
@@ -344,6 +348,9 @@ class ReferenceProfile:
         reference_sample: A bounded random sample of reference rows, for the
             human-readable report only (None if not kept).
         metadata: Free-form strings (e.g. data version), saved as given.
+        outputs: The model's outputs on its validation split
+            (:class:`monitors.outputs.OutputsProfile`), or None (a profile fitted
+            before outputs were profiled, or of a model whose outputs are unknown).
     """
 
     features: dict[str, FeatureProfile]
@@ -353,6 +360,7 @@ class ReferenceProfile:
     created_at: str = ""
     reference_sample: pd.DataFrame | None = None
     metadata: dict[str, str] = field(default_factory=dict)
+    outputs: Any = None  # monitors.outputs.OutputsProfile | None
 
     @classmethod
     def fit(
@@ -459,6 +467,7 @@ class ReferenceProfile:
                 "reference_sample": (
                     REFERENCE_SAMPLE_PARQUET if self.reference_sample is not None else None
                 ),
+                "outputs": OUTPUTS_DIR if self.outputs is not None else None,
             },
             "features": features_json,
         }
@@ -469,6 +478,8 @@ class ReferenceProfile:
             self.reference_sample.to_parquet(sample_path, index=False)
         elif sample_path.exists():
             sample_path.unlink()
+        if self.outputs is not None:
+            self.outputs.save(folder / OUTPUTS_DIR)
         return folder
 
     @classmethod
@@ -506,6 +517,11 @@ class ReferenceProfile:
                 raise ProfileError(f"{json_path}: feature {name!r} has type {entry['type']!r}")
         sample_file = document["files"].get("reference_sample")
         sample = pd.read_parquet(folder / sample_file) if sample_file else None
+        outputs = None
+        if document["files"].get("outputs"):  # absent from profiles fitted before it
+            from driftgate.monitors.outputs import OutputsProfile
+
+            outputs = OutputsProfile.load(folder / document["files"]["outputs"])
         return cls(
             features=features,
             rows=int(document["rows"]),
@@ -514,6 +530,7 @@ class ReferenceProfile:
             created_at=document["created_at"],
             reference_sample=sample,
             metadata=dict(document.get("metadata", {})),
+            outputs=outputs,
         )
 
 

@@ -27,12 +27,17 @@ from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 import pandas as pd
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from driftgate.core.yamlconfig import ConfigError, StrictModel
 from driftgate.monitors.budget import FalseAlarms, checks_in, per_test_level
 
 CONTRACT_PREFIX = "contract:"
+# Metrics on the model's outputs, read from the profile's outputs (monitors.outputs), not
+# from the drift statistics: ``prediction_drift`` and ``performance_estimate:<metric>``.
+PREDICTION_DRIFT = "prediction_drift"
+PERFORMANCE_ESTIMATE = "performance_estimate"
+ESTIMATED_METRICS = ("accuracy", "roc_auc")
 # Every kind of rule a contract makes (data_contracts.model.Contract.rules), and ``any``
 # for all of them; tests/monitors/test_rules.py fails if the contract grows a new kind.
 CONTRACT_RULE_KINDS = (
@@ -75,6 +80,29 @@ def parse_duration(text: str) -> pd.Timedelta:
     return length
 
 
+def split_metric(metric: str) -> tuple[str, str | None]:
+    """A monitor metric as ``(name, argument)``: ``performance_estimate:roc_auc`` ->
+    ``("performance_estimate", "roc_auc")``, ``ks`` -> ``("ks", None)``.
+
+    The one parser of the ``name:argument`` form, for every metric family that takes
+    one (``contract:<kind>``, ``performance_estimate:<metric>``, ``performance:<metric>``).
+    """
+    name, colon, argument = metric.partition(":")
+    return (name, argument) if colon else (metric, None)
+
+
+def is_output_metric(metric: str) -> bool:
+    """True for the metrics judged on the model's outputs (:mod:`monitors.outputs`)."""
+    name, argument = split_metric(metric)
+    return (name == PREDICTION_DRIFT and argument is None) or name == PERFORMANCE_ESTIMATE
+
+
+def is_stattest_metric(metric: str) -> bool:
+    """True for a drift statistic on the features (``ks``, ``kl``, ...): a metric with no
+    ``name:argument`` form and not judged on the outputs."""
+    return split_metric(metric)[1] is None and not is_output_metric(metric)
+
+
 def validate_cron(schedule: str) -> str:
     """Refuse what Prefect's scheduler would refuse, with the parser it uses (croniter),
     plus the five-field form: ``driftgate deploy`` hands this string to Prefect."""
@@ -92,8 +120,10 @@ def validate_cron(schedule: str) -> str:
 class Monitor(StrictModel):
     """A production rule: when ``metric`` on a window exceeds ``threshold``, take ``action``.
 
-    ``metric`` is a registered drift statistic (``kl``, ``ks``, ``missing_share``, ...) or
-    a contract rule kind (``contract:<kind>``, ``contract:any``). ``action`` is a
+    ``metric`` is a registered drift statistic (``kl``, ``ks``, ``missing_share``, ...),
+    a contract rule kind (``contract:<kind>``, ``contract:any``), or a metric on the
+    model's outputs (``prediction_drift``, ``performance_estimate:<accuracy|roc_auc>``,
+    :mod:`monitors.outputs`). ``action`` is a
     registered monitor action (:mod:`monitors.actions`). ``consecutive_breaches`` adds
     hysteresis: the action fires only after that many breaching windows in a row.
     """
@@ -134,12 +164,23 @@ class Monitor(StrictModel):
                     f"unknown contract rule kind '{kind}' (known: {', '.join(CONTRACT_RULE_KINDS)})"
                 )
             return metric
+        name, argument = split_metric(metric)
+        if name == PREDICTION_DRIFT and argument is None:
+            return metric
+        if name == PERFORMANCE_ESTIMATE:
+            if argument not in ESTIMATED_METRICS:
+                raise ValueError(
+                    f"unknown estimated metric '{argument}' in '{metric}' "
+                    f"(known: {', '.join(ESTIMATED_METRICS)})"
+                )
+            return metric
         from driftgate.monitors.stattests import STATTESTS
 
         if metric not in STATTESTS:
             raise ValueError(
                 f"unknown statistic '{metric}' (known: {', '.join(sorted(STATTESTS))}, "
-                f"or {CONTRACT_PREFIX}<rule kind>)"
+                f"or {CONTRACT_PREFIX}<rule kind>, {PREDICTION_DRIFT}, "
+                f"{PERFORMANCE_ESTIMATE}:<metric>)"
             )
         return metric
 
@@ -162,6 +203,20 @@ class Monitor(StrictModel):
     @classmethod
     def _schedule_is_a_cron(cls, schedule: str) -> str:
         return validate_cron(schedule)
+
+    @model_validator(mode="after")
+    def _outputs_are_all(self) -> Monitor:
+        if is_output_metric(self.metric) and self.features != "all":
+            raise ValueError(
+                f"metric {self.metric} judges the model's outputs, not features: "
+                "features must be 'all' (the default)"
+            )
+        if split_metric(self.metric)[0] == PERFORMANCE_ESTIMATE and self.threshold < 0:
+            raise ValueError(
+                f"metric {self.metric}: threshold is the largest tolerated drop from the "
+                f"reference estimate and must be >= 0, got {self.threshold:g}"
+            )
+        return self
 
     @property
     def length(self) -> pd.Timedelta:
@@ -246,8 +301,10 @@ class MonitorResult:
     to be significant at the monitor's level: never a pass, never a breach) or
     ``error`` (the metric cannot be evaluated). ``observed`` is the worst value among
     the monitor's features (largest distance, smallest p-value, most failed contract
-    rules); ``p_value`` the smallest p-value of a calibrated decision, ``level`` its
-    per-feature level and ``min_detectable`` the smallest value the window could flag.
+    rules; for ``performance_estimate:<metric>`` the estimate, with its sampling error
+    and reference in ``details``); ``p_value`` the smallest p-value of a calibrated
+    decision, ``level`` its per-feature level and ``min_detectable`` the smallest value
+    the window could flag.
     """
 
     monitor: str
@@ -263,6 +320,8 @@ class MonitorResult:
     level: float | None = None
     bias_corrected: float | None = None
     min_detectable: float | None = None
+    # Metric-specific facts for the report (an estimate's value, sampling error, ...).
+    details: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -283,14 +342,14 @@ def drift_tests_of(monitors: list[Monitor]) -> dict[str, float]:
     cannot share one drift computation's decision; the caller runs one check per
     distinct decision (see :func:`group_by_threshold`).
     """
-    return {m.metric: m.threshold for m in monitors if not m.metric.startswith(CONTRACT_PREFIX)}
+    return {m.metric: m.threshold for m in monitors if is_stattest_metric(m.metric)}
 
 
 def decision_options(monitors: list[Monitor], all_features: Iterable[str]) -> dict:
     """``check_drift`` keyword arguments deciding these monitors (one group of
     :func:`group_by_threshold`): thresholds, per-test levels and effect-size floors."""
     all_features = list(all_features)
-    drift = [m for m in monitors if not m.metric.startswith(CONTRACT_PREFIX)]
+    drift = [m for m in monitors if is_stattest_metric(m.metric)]
     levels = {
         m.metric: m.level(m.feature_count(all_features))
         for m in drift
@@ -312,7 +371,7 @@ def group_by_threshold(
     all_features = list(all_features)
     groups: list[list[Monitor]] = []
     for monitor in monitors:
-        if monitor.metric.startswith(CONTRACT_PREFIX):
+        if not is_stattest_metric(monitor.metric):
             continue
         key = _decision_key(monitor, monitor.feature_count(all_features))
         for group in groups:

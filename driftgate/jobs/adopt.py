@@ -12,7 +12,9 @@ registered first as a version of ``model.name``):
    pickle; a refusal is exit 3);
 4. check its logged signature against the reference columns and dtypes (exit 2 naming
    the columns) and its outputs (a binary model returns P(class 1) per row);
-5. fit what a trained version carries: the reference profile (drift checks), the data
+5. fit what a trained version carries: the reference profile (drift checks; with the
+   model's outputs on ``--test``, else on the labelled reference, for the output
+   monitors), the data
    contract (inferred, or the project's ``data.contract`` validated), metrics on the
    reference and on ``--test``; tag the version (``driftgate.adopted=true``, features,
    task, data digests, ``driftgate.registration=complete`` last).
@@ -281,8 +283,13 @@ def run_adoption(
     probabilities = predict_probabilities(pyfunc, matrix_of(frame, features, reference), label)
     target = config.data.target
     metrics: dict[str, float] = {}
+    # The outputs the output monitors compare with: on held-out test data when given
+    # (a calibrator fitted on what the model was trained on would flatter it), else on
+    # the labelled reference.
+    calibration = None
     if target in frame.columns:
         metrics |= prefixed("reference", labelled_metrics(frame, probabilities, target, reference))
+        calibration = (probabilities, frame[target].to_numpy(), "reference")
     if test is not None:
         test = config.resolve(test)
         test_frame = read_table(test, "test data")
@@ -293,13 +300,17 @@ def run_adoption(
             pyfunc, matrix_of(test_frame, features, test), label
         )
         metrics |= prefixed("test", labelled_metrics(test_frame, test_probabilities, target, test))
+        calibration = (test_probabilities, test_frame[target].to_numpy(), "test")
 
     environment = environment_of(mlmodel)
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
+        profile = _fit_profile(frame, features, name, digest)
+        profile.outputs = _fit_outputs(calibration, config.serving.decision_threshold)
         artifacts = {
-            registry.REFERENCE_PROFILE_ARTIFACT: _fit_profile(frame, features, name, digest)
-            .save(folder / registry.REFERENCE_PROFILE_ARTIFACT),
+            registry.REFERENCE_PROFILE_ARTIFACT: profile.save(
+                folder / registry.REFERENCE_PROFILE_ARTIFACT
+            ),
             registry.DATA_CONTRACT_ARTIFACT: _contract_files(
                 config, frame, features, name, folder / registry.DATA_CONTRACT_ARTIFACT
             ),
@@ -349,6 +360,24 @@ def _fit_profile(frame: pd.DataFrame, features: list[str], model_name: str, dige
         schema=dict.fromkeys(features, "numeric"),
         metadata={"model": model_name, "data_digest": digest, "split": "reference"},
     )
+
+
+def _fit_outputs(calibration, decision_threshold: float):
+    """The adopted model's outputs on labelled data, profiled and calibrated for the
+    output monitors; None without labelled data, or when they cannot be calibrated
+    (one class): those monitors then say so."""
+    from driftgate.monitors.outputs import OutputsError, OutputsProfile
+
+    if calibration is None:
+        return None
+    outputs, target, split = calibration
+    try:
+        return OutputsProfile.fit(
+            TASK, np.asarray(outputs), target, decision_threshold=decision_threshold, split=split
+        )
+    except OutputsError as exc:
+        log.warning("the adopted model's outputs are not profiled: %s", exc)
+        return None
 
 
 def _contract_files(

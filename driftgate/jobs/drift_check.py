@@ -53,6 +53,7 @@ from driftgate.monitors.rules import (
     check_monitors_against,
     evaluate_monitor,
     group_by_threshold,
+    is_output_metric,
     parse_duration,
 )
 from driftgate.stores.factories import (
@@ -457,6 +458,7 @@ def decide(
         for m in monitors
         if m.metric.startswith(CONTRACT_PREFIX)
     )
+    results.extend(decide_outputs(window, [m for m in monitors if is_output_metric(m.metric)]))
     min_rows = config.monitoring.min_rows
     if min_rows is not None and window.rows < min_rows:
         results = [
@@ -473,6 +475,17 @@ def decide(
     order = {m.name: i for i, m in enumerate(monitors)}
     results.sort(key=lambda r: order[r.monitor])
     return Decision(results=results, evidence=evidence)
+
+
+def decide_outputs(window: WindowSamples, monitors: list[Monitor]) -> list[MonitorResult]:
+    """The monitors on the model's outputs (``prediction_drift``,
+    ``performance_estimate:<metric>``), judged on the window's stored outputs against
+    the profile's (:mod:`monitors.outputs`). A streamed window holds an even sample of
+    its rows in ``samples``; these monitors judge that sample, at its size."""
+    from driftgate.monitors.outputs import evaluate_output_monitor
+
+    outputs = getattr(window.profile, "outputs", None)
+    return [evaluate_output_monitor(m, outputs, window.samples) for m in monitors]
 
 
 # -- 5. record -----------------------------------------------------------------------
@@ -551,6 +564,14 @@ def record(
                     for r in results
                     for key in ("p_value", "level", "min_detectable")
                     if getattr(r, key) is not None and np.isfinite(getattr(r, key))
+                },
+                # An estimated metric's estimate, sampling error and reference, for
+                # the MLflow compare view beside the realized metrics.
+                **{
+                    f"monitor.{r.monitor}.{key}": float(value)
+                    for r in results
+                    for key, value in r.details.items()
+                    if isinstance(value, int | float) and math.isfinite(value)
                 },
             },
             tags={

@@ -166,9 +166,9 @@ def register_model(
     with tempfile.TemporaryDirectory() as scratch:
         if data.contract_result is not None:
             artifacts["data_contract"] = _write_contract_files(data, Path(scratch))
-        artifacts["reference_profile"] = fit_reference_profile(data, config.model.name).save(
-            Path(scratch) / "reference_profile"
-        )
+        profile = fit_reference_profile(data, config.model.name)
+        profile.outputs = fit_reference_outputs(data, result, config.serving.decision_threshold)
+        artifacts["reference_profile"] = profile.save(Path(scratch) / "reference_profile")
         registered = registry.log_training_run(
             config.tracking,
             config.model.name,
@@ -222,6 +222,29 @@ def fit_reference_profile(data: PreparedData, model_name: str):
         schema={spec.name: spec.kind for spec in data.specs},
         metadata={"model": model_name, "data_digest": data.digest, "split": "train"},
     )
+
+
+def fit_reference_outputs(data: PreparedData, result: TrainingResult, decision_threshold: float):
+    """The model's outputs on the validation split, profiled and calibrated against its
+    labels (``prediction_drift``, ``performance_estimate:<metric>``); None, with a
+    warning, when they cannot be calibrated (a validation split with one class): the
+    output monitors then say so instead of judging."""
+    from driftgate.monitors.outputs import OutputsError, OutputsProfile
+
+    spec = result.spec
+    frame = data.splits.validation
+    outputs = flavour_of(spec).predict(result.model, model_inputs(frame, spec.features))
+    try:
+        return OutputsProfile.fit(
+            spec.task,
+            np.asarray(outputs),
+            np.asarray(split_targets(spec, data, frame, "validation")),
+            classes=spec.classes,
+            decision_threshold=decision_threshold,
+        )
+    except OutputsError as exc:
+        log.warning("the model's outputs are not profiled: %s", exc)
+        return None
 
 
 def _data_file(config: ProjectConfig, data: PreparedData) -> Path:

@@ -53,6 +53,13 @@ class ActionRequest:
         """One line for people: the rule, the observed value, the features, the window."""
         result = self.result
         observed = "-" if result.observed is None else f"{result.observed:.4g}"
+        if "drop" in result.details:  # an estimated metric: its threshold is on the drop
+            return (
+                f"{result.monitor}: {result.metric} {observed}, a drop of "
+                f"{result.details['drop']:.4g} >= {result.threshold:g} from the reference "
+                f"{result.details['reference_estimate']:.4g} "
+                f"({self.start.isoformat()}..{self.end.isoformat()})"
+            )
         return (
             f"{result.monitor}: {result.metric} {observed} > {result.threshold:g} on "
             f"{', '.join(result.breached_features) or 'the window'} "

@@ -168,6 +168,14 @@ def test_adopting_twice_changes_nothing_and_other_reference_data_is_refused(stor
     artifacts = sorted(a.path for a in client.list_artifacts(first.run_id))
     assert {"data_contract", "reference_profile"} <= set(artifacts)
     description = client.get_model_version("external", "1").description
+    from driftgate.monitors.profile import ReferenceProfile
+
+    folder = registry.download_reference_profile(
+        config.tracking, "external", "1", store["root"] / "profile-1"
+    )
+    outputs = ReferenceProfile.load(folder).outputs  # the output monitors' reference
+    assert outputs.task == "binary" and outputs.split == "reference"
+    assert outputs.realized["accuracy"] == pytest.approx(first.metrics["reference_accuracy"])
 
     second = job.run_adoption(config, "models:/external/1", store["root"] / "reference.csv")
     assert not second.changed and second.features == FEATURES

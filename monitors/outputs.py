@@ -1,0 +1,649 @@
+"""The model's outputs as a monitored signal: prediction drift and estimated performance.
+
+The reference profile holds an :class:`OutputsProfile`: the champion's outputs on its
+validation split, reduced to the columns the sample store keeps per record (the
+``prediction`` value and the ``predicted_class``, see :func:`output_frame`), fitted as
+a small :class:`~driftgate.monitors.profile.ReferenceProfile` of their own, and, for
+classifiers, a calibrator of those outputs against the validation labels.
+
+Two monitor metrics read it (``docs/monitors.md`` explains both):
+
+* ``prediction_drift``: KS on the output value and chi-squared on the predicted class,
+  each at the monitor's per-test level with Bonferroni over the outputs tested (the
+  same calibrated, sample-size-aware decision as a feature monitor);
+* ``performance_estimate:<metric>``: a confidence-based performance estimate (CBPE, as
+  NannyML does it): the calibrated confidence of each window record is its expected
+  chance of being right, so the window's expected accuracy and ROC AUC follow from the
+  outputs alone, before any label arrives. It breaches when the drop from the
+  reference estimate is at least ``threshold`` *and* significant at the monitor's level
+  given the window's sampling error.
+
+Nothing is pickled: the calibrator is its isotonic knots in JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from driftgate.core.errors import DriftgateError
+
+OUTPUTS_JSON = "outputs.json"
+OUTPUTS_PROFILE_DIR = "profile"
+OUTPUTS_FORMAT_VERSION = 1
+# The columns the sample store keeps per record (stores.samples.OUTPUT_COLUMNS): the
+# value (binary: P(class 1); multiclass: the top class's probability; regression: the
+# prediction) and the class (binary: 0/1; multiclass: the class index).
+VALUE_COLUMN = "prediction"
+CLASS_COLUMN = "predicted_class"
+# Window sizes at which the no-drift spread of an estimate is measured on the reference
+# (bootstrap); between them it is interpolated, beyond them held.
+SPREAD_ROWS = (20, 50, 200, 1000)
+SPREAD_RESAMPLES = 200
+REFERENCE_RESAMPLES = 100
+# What the confidence-based estimate can estimate, per task.
+ESTIMABLE_METRICS: dict[str, tuple[str, ...]] = {
+    "binary": ("accuracy", "roc_auc"),
+    "multiclass": ("accuracy",),
+    "regression": (),
+}
+
+
+class OutputsError(DriftgateError, ValueError):
+    """Outputs that cannot be profiled, calibrated or estimated from; the message says why."""
+
+
+def output_frame(task: str, outputs: np.ndarray, decision_threshold: float) -> pd.DataFrame:
+    """The stored columns of raw model ``outputs``, as the service stores them
+    (``serving/outputs.py``; tests/monitors/test_outputs.py checks they agree)."""
+    outputs = np.asarray(outputs, dtype=np.float64)
+    if task == "multiclass":
+        index = outputs.argmax(axis=1)
+        return pd.DataFrame(
+            {VALUE_COLUMN: outputs[np.arange(len(outputs)), index], CLASS_COLUMN: index}
+        )
+    values = outputs.ravel()
+    if task == "regression":
+        return pd.DataFrame({VALUE_COLUMN: values})
+    return pd.DataFrame(
+        {VALUE_COLUMN: values, CLASS_COLUMN: (values >= decision_threshold).astype(int)}
+    )
+
+
+@dataclass(frozen=True)
+class Calibrator:
+    """An isotonic map from a classifier's output to the chance of a hit, as knots.
+
+    Binary: output P(class 1) -> calibrated P(class 1). Multiclass: the top class's
+    probability -> the chance that the top class is right. Between knots the map is
+    linear and outside them constant (``sklearn.isotonic.IsotonicRegression`` with
+    ``out_of_bounds="clip"`` predicts exactly so).
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+    method: str = "isotonic"
+
+    @classmethod
+    def fit(cls, scores: np.ndarray, hits: np.ndarray) -> Calibrator:
+        from sklearn.isotonic import IsotonicRegression
+
+        scores = np.asarray(scores, dtype=np.float64)
+        hits = np.asarray(hits, dtype=np.float64)
+        if scores.size < 2 or np.unique(hits).size < 2:
+            raise OutputsError(
+                f"calibration needs at least two outcomes of each kind; got {scores.size} "
+                f"reference outputs with outcomes {sorted(set(hits.tolist()))}"
+            )
+        model = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(scores, hits)
+        return cls(
+            x=np.asarray(model.X_thresholds_, dtype=np.float64),
+            y=np.asarray(model.y_thresholds_, dtype=np.float64),
+        )
+
+    def __call__(self, scores: np.ndarray) -> np.ndarray:
+        return np.interp(np.asarray(scores, dtype=np.float64), self.x, self.y)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"method": self.method, "x": self.x.tolist(), "y": self.y.tolist()}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Calibrator:
+        if data.get("method") != "isotonic":
+            raise OutputsError(f"unknown calibrator method {data.get('method')!r}")
+        x, y = np.asarray(data["x"], dtype=np.float64), np.asarray(data["y"], dtype=np.float64)
+        if x.shape != y.shape or x.size == 0 or np.any(np.diff(x) < 0):
+            raise OutputsError("calibrator knots must be non-empty, paired and sorted")
+        return cls(x=x, y=y)
+
+
+def expected_roc_auc(scores: np.ndarray, positive: np.ndarray) -> float:
+    """ROC AUC with soft labels: each record is positive with chance ``positive``.
+
+    The expected true and false positive counts above every threshold, integrated as
+    ROC AUC is (ties count one half); with 0/1 ``positive`` this is the ordinary ROC AUC.
+    NaN when the expected positives or negatives are zero.
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    positive = np.asarray(positive, dtype=np.float64)
+    distinct, group = np.unique(scores, return_inverse=True)
+    pos = np.bincount(group, weights=positive, minlength=distinct.size)
+    neg = np.bincount(group, weights=1.0 - positive, minlength=distinct.size)
+    total_pos, total_neg = pos.sum(), neg.sum()
+    if total_pos <= 0 or total_neg <= 0:
+        return float("nan")
+    below = np.concatenate([[0.0], np.cumsum(neg)[:-1]])
+    return float(np.sum(pos * (below + neg / 2)) / (total_pos * total_neg))
+
+
+def hanley_mcneil_se(auc: float, positives: float, negatives: float) -> float:
+    """Standard error of a ROC AUC on ``positives`` and ``negatives`` records
+    (Hanley & McNeil 1982)."""
+    if positives < 1 or negatives < 1 or not math.isfinite(auc):
+        return float("inf")
+    q1, q2 = auc / (2 - auc), 2 * auc**2 / (1 + auc)
+    variance = (
+        auc * (1 - auc) + (positives - 1) * (q1 - auc**2) + (negatives - 1) * (q2 - auc**2)
+    ) / (positives * negatives)
+    return math.sqrt(max(variance, 0.0))
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A window's estimated metric, its sampling error and what it is compared with.
+
+    Two errors, for two questions:
+
+    * ``standard_error``: how far the window's *realized* metric may lie from the
+      estimate by chance at this size (accuracy: binomial; ROC AUC: Hanley-McNeil at
+      the reference's class balance), as NannyML reports its sampling error: the band
+      drawn around an estimate;
+    * ``null_error``: how far the *estimate* itself moves between windows of this size
+      drawn like the reference (its spread measured on the reference, plus the
+      reference estimate's own), which is what a drop is tested against. Estimates
+      average confidences, so they move less than realized metrics do.
+    """
+
+    metric: str
+    value: float
+    standard_error: float
+    rows: int
+    reference_estimate: float
+    reference_realized: float
+    null_error: float = float("nan")
+    null_bias: float = 0.0
+    floor: float = 0.0  # the lowest value the estimate can take
+
+    @property
+    def drop(self) -> float:
+        """How far the estimate is below the reference estimate, net of the estimate's
+        no-drift bias at this window's size (what a breach is decided on)."""
+        return self.reference_estimate + self.null_bias - self.value
+
+    def to_dict(self) -> dict[str, float | int | str]:
+        return {
+            "metric": self.metric,
+            "estimate": self.value,
+            "standard_error": self.standard_error,
+            "null_error": self.null_error,
+            "null_bias": self.null_bias,
+            "floor": self.floor,
+            "rows": self.rows,
+            "reference_estimate": self.reference_estimate,
+            "reference_realized": self.reference_realized,
+            "drop": self.drop,
+        }
+
+
+@dataclass
+class OutputsProfile:
+    """The champion's outputs on its validation split, and their calibration.
+
+    Attributes:
+        task: ``binary``, ``multiclass`` or ``regression``.
+        classes: The classes in output order (empty for regression).
+        decision_threshold: P(class 1) at or above which the binary class is 1.
+        profile: A reference profile of the stored output columns.
+        calibrator: Classifiers: the isotonic calibrator of the outputs (None otherwise).
+        realized: The task's estimable metrics realized on the reference split.
+        estimated: The same metrics estimated from the calibrated outputs alone.
+        spread: Metric -> ``{"rows": [...], "unit_std": [...]}``: the no-drift standard
+            deviation of the estimate on windows of those sizes, times ``sqrt(rows)``.
+        positive_share: Binary: the reference's share of class 1.
+        split: Which split the outputs are from.
+    """
+
+    task: str
+    classes: tuple[str, ...]
+    decision_threshold: float
+    profile: Any  # monitors.profile.ReferenceProfile
+    calibrator: Calibrator | None = None
+    realized: dict[str, float] = field(default_factory=dict)
+    estimated: dict[str, float] = field(default_factory=dict)
+    spread: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    positive_share: float | None = None
+    split: str = "validation"
+
+    @property
+    def rows(self) -> int:
+        return self.profile.rows
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self.profile.features)
+
+    @classmethod
+    def fit(
+        cls,
+        task: str,
+        outputs: np.ndarray,
+        target: np.ndarray,
+        *,
+        classes: tuple[str, ...] = (),
+        decision_threshold: float = 0.5,
+        split: str = "validation",
+    ) -> OutputsProfile:
+        """Profile the ``outputs`` of a reference split and calibrate them on ``target``
+        (binary 0/1, multiclass the class index, regression the value)."""
+        from driftgate.monitors.profile import ReferenceProfile
+
+        frame = output_frame(task, outputs, decision_threshold)
+        schema = {VALUE_COLUMN: "numeric"}
+        if CLASS_COLUMN in frame:
+            schema[CLASS_COLUMN] = "categorical"
+        profile = ReferenceProfile.fit(frame, schema, sample_rows=0, metadata={"split": split})
+        fitted = cls(
+            task=task,
+            classes=tuple(str(c) for c in classes),
+            decision_threshold=float(decision_threshold),
+            profile=profile,
+            split=split,
+        )
+        if task == "regression":
+            return fitted
+        target = np.asarray(target).astype(int)
+        if task == "binary":
+            fitted.calibrator = Calibrator.fit(frame[VALUE_COLUMN].to_numpy(), target)
+            fitted.positive_share = float(target.mean())
+        hits = frame[CLASS_COLUMN].to_numpy() == target
+        if task == "multiclass":
+            fitted.calibrator = Calibrator.fit(frame[VALUE_COLUMN].to_numpy(), hits)
+        fitted.realized = realized_metrics(task, frame, target)
+        fitted.estimated = {
+            metric: _estimate_value(fitted, frame, metric) for metric in ESTIMABLE_METRICS[task]
+        }
+        outcomes = target if task == "binary" else hits
+        fitted.spread = {
+            metric: _spread(fitted, frame, metric, outcomes) for metric in fitted.estimated
+        }
+        return fitted
+
+    def null_error(self, metric: str, rows: int) -> float:
+        """The no-drift standard deviation of ``estimate - reference estimate`` on a
+        window of ``rows``: the estimate's spread at that size, and the reference
+        estimate's own error (``reference_std``: the calibrator is fitted on the
+        reference, so its in-sample estimate is off by more than the outputs' spread
+        alone; measured by refitting on bootstrap references)."""
+        if rows < 1:
+            return float("inf")
+        spread = self.spread[metric]
+        unit = float(np.interp(np.log(rows), np.log(spread["rows"]), spread["unit_std"]))
+        reference = spread.get("reference_std", unit / math.sqrt(self.rows))
+        return math.sqrt(unit**2 / rows + reference**2)
+
+    def null_bias(self, metric: str, rows: int) -> float:
+        """The no-drift mean of ``estimate - reference estimate`` on windows of ``rows``
+        (ROC AUC on a few dozen rows is estimated low; accuracy is unbiased: 0)."""
+        spread = self.spread[metric]
+        if "bias" not in spread or rows < 1:
+            return 0.0
+        return float(np.interp(np.log(rows), np.log(spread["rows"]), spread["bias"]))
+
+    def realized_error(self, metric: str, rows: int) -> float:
+        """Sampling error of the realized ``metric`` on ``rows`` records like the
+        reference: binomial for accuracy, Hanley-McNeil for ROC AUC."""
+        reference = self.realized[metric]
+        if rows < 1:
+            return float("inf")
+        if metric == "accuracy":
+            return math.sqrt(reference * (1 - reference) / rows)
+        positives = rows * (self.positive_share or 0.0)
+        return hanley_mcneil_se(reference, positives, rows - positives)
+
+    def estimate(self, frame: pd.DataFrame, metric: str) -> Estimate:
+        """The window's ``metric`` estimated from its stored outputs (see the module
+        docstring), with the sampling error of a window of its size."""
+        if metric not in ESTIMABLE_METRICS[self.task]:
+            raise OutputsError(
+                f"performance_estimate:{metric} does not apply to a {self.task} model "
+                f"(estimable: {', '.join(ESTIMABLE_METRICS[self.task]) or 'none'})"
+            )
+        rows = len(frame)
+        value = _estimate_value(self, frame, metric) if rows else float("nan")
+        return Estimate(
+            metric=metric,
+            value=value,
+            standard_error=self.realized_error(metric, rows),
+            rows=rows,
+            reference_estimate=self.estimated[metric],
+            reference_realized=self.realized[metric],
+            null_error=self.null_error(metric, rows),
+            null_bias=self.null_bias(metric, rows),
+            floor=self.floor(metric),
+        )
+
+    def floor(self, metric: str) -> float:
+        """The lowest estimate any window can give: ROC AUC 0.5 (the calibrator is
+        monotone, so calibrated confidences never rank worse than chance); accuracy the
+        smallest expected hit the calibrator gives any output."""
+        if metric == "roc_auc":
+            return 0.5
+        grid = np.linspace(0.0, 1.0, 1001)
+        calibrated = self.calibrator(grid)
+        if self.task == "multiclass":
+            return float(calibrated[grid >= 1 / max(len(self.classes), 2)].min())
+        return float(np.where(grid >= self.decision_threshold, calibrated, 1 - calibrated).min())
+
+    def save(self, folder: str | Path) -> Path:
+        """Write ``outputs.json`` and the outputs' own profile into ``folder``."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        self.profile.save(folder / OUTPUTS_PROFILE_DIR)
+        document = {
+            "format": "driftgate.outputs_profile",
+            "format_version": OUTPUTS_FORMAT_VERSION,
+            "task": self.task,
+            "classes": list(self.classes),
+            "decision_threshold": self.decision_threshold,
+            "split": self.split,
+            "positive_share": self.positive_share,
+            "calibrator": None if self.calibrator is None else self.calibrator.to_json(),
+            "realized": self.realized,
+            "estimated": self.estimated,
+            "spread": self.spread,
+        }
+        (folder / OUTPUTS_JSON).write_text(json.dumps(document, indent=2, allow_nan=False))
+        return folder
+
+    @classmethod
+    def load(cls, folder: str | Path) -> OutputsProfile:
+        from driftgate.monitors.profile import ReferenceProfile
+
+        folder = Path(folder)
+        path = folder / OUTPUTS_JSON
+        document = json.loads(path.read_text())
+        if (
+            document.get("format") != "driftgate.outputs_profile"
+            or document.get("format_version") != OUTPUTS_FORMAT_VERSION
+        ):
+            raise OutputsError(
+                f"{path}: unsupported outputs profile {document.get('format')!r} version "
+                f"{document.get('format_version')!r} (this driftgate reads version "
+                f"{OUTPUTS_FORMAT_VERSION})"
+            )
+        calibrator = document.get("calibrator")
+        return cls(
+            task=document["task"],
+            classes=tuple(document["classes"]),
+            decision_threshold=float(document["decision_threshold"]),
+            profile=ReferenceProfile.load(folder / OUTPUTS_PROFILE_DIR),
+            calibrator=None if calibrator is None else Calibrator.from_json(calibrator),
+            realized={k: float(v) for k, v in document["realized"].items()},
+            estimated={k: float(v) for k, v in document["estimated"].items()},
+            spread=document.get("spread", {}),
+            positive_share=document.get("positive_share"),
+            split=document.get("split", "validation"),
+        )
+
+
+def realized_metrics(task: str, frame: pd.DataFrame, target: np.ndarray) -> dict[str, float]:
+    """The estimable metrics of stored outputs against their labels (binary 0/1,
+    multiclass the class index): what the estimate is validated against."""
+    target = np.asarray(target).astype(int)
+    realized = {"accuracy": float(np.mean(frame[CLASS_COLUMN].to_numpy() == target))}
+    if task == "binary":
+        realized["roc_auc"] = expected_roc_auc(frame[VALUE_COLUMN].to_numpy(), target)
+    return realized
+
+
+def _estimate_value(
+    profile: OutputsProfile, frame: pd.DataFrame, metric: str, calibrator: Calibrator | None = None
+) -> float:
+    scores = frame[VALUE_COLUMN].to_numpy(dtype=np.float64)
+    calibrated = (calibrator or profile.calibrator)(scores)
+    if metric == "roc_auc":
+        return expected_roc_auc(scores, calibrated)
+    if profile.task == "multiclass":  # the calibrated chance that the top class is right
+        return float(calibrated.mean())
+    predicted = frame[CLASS_COLUMN].to_numpy() == 1
+    return float(np.where(predicted, calibrated, 1.0 - calibrated).mean())
+
+
+def _reference_std(
+    profile: OutputsProfile, frame: pd.DataFrame, metric: str, outcomes: np.ndarray
+) -> float:
+    """How far an in-sample reference estimate lies from the estimate the same
+    calibrator gives the population: calibrators refitted on bootstrap references, each
+    estimate on its own reference minus on the whole reference (the population's proxy)."""
+    rng = np.random.default_rng(1)
+    scores = frame[VALUE_COLUMN].to_numpy(dtype=np.float64)
+    gaps = []
+    for _ in range(REFERENCE_RESAMPLES):
+        draw = rng.integers(0, scores.size, scores.size)
+        try:
+            calibrator = Calibrator.fit(scores[draw], outcomes[draw])
+        except OutputsError:  # a resample with one outcome only
+            continue
+        inside = _estimate_value(profile, frame.iloc[draw], metric, calibrator)
+        gaps.append(inside - _estimate_value(profile, frame, metric, calibrator))
+    return float(np.nanstd(gaps)) if len(gaps) > 1 else float("nan")
+
+
+def _spread(
+    profile: OutputsProfile, frame: pd.DataFrame, metric: str, outcomes: np.ndarray
+) -> dict[str, Any]:
+    """The estimate's no-drift spread (see :attr:`OutputsProfile.spread`): exact for
+    accuracy (a mean of per-record expected hits), bootstrapped for ROC AUC; and the
+    reference estimate's own error (:func:`_reference_std`)."""
+    reference = _reference_std(profile, frame, metric, np.asarray(outcomes))
+    scores = frame[VALUE_COLUMN].to_numpy(dtype=np.float64)
+    calibrated = profile.calibrator(scores)
+    if metric == "accuracy":
+        if profile.task == "multiclass":
+            hits = calibrated
+        else:
+            hits = np.where(frame[CLASS_COLUMN].to_numpy() == 1, calibrated, 1.0 - calibrated)
+        unit = float(hits.std())
+        return {
+            "rows": list(SPREAD_ROWS),
+            "unit_std": [unit] * len(SPREAD_ROWS),
+            "reference_std": reference,
+        }
+    rng = np.random.default_rng(0)
+    units, biases = [], []
+    for rows in SPREAD_ROWS:
+        draws = rng.integers(0, scores.size, size=(SPREAD_RESAMPLES, rows))
+        values = np.array([expected_roc_auc(scores[d], calibrated[d]) for d in draws])
+        units.append(float(np.nanstd(values) * math.sqrt(rows)))
+        biases.append(float(np.nanmean(values)) - profile.estimated[metric])
+    return {
+        "rows": list(SPREAD_ROWS),
+        "unit_std": units,
+        "bias": biases,
+        "reference_std": reference,
+    }
+
+
+def decide_estimate(estimate: Estimate, threshold: float, level: float | None) -> dict[str, Any]:
+    """Whether an estimated drop breaches: ``drop >= threshold`` and, calibrated, the
+    drop significant at ``level`` (one-sided z test against the estimate's no-drift
+    spread at the window's size, :attr:`Estimate.null_error`).
+
+    Returns ``breached``, ``p_value``, ``min_detectable`` (the smallest drop this window
+    could flag) and ``insufficient`` (even a drop to :attr:`Estimate.floor` would not
+    be significant).
+    """
+    if level is None:
+        return {
+            "breached": bool(estimate.drop >= threshold),
+            "p_value": None,
+            "min_detectable": threshold,
+            "insufficient": False,
+        }
+    error = estimate.null_error
+    critical = float(stats.norm.isf(level)) * error
+    p_value = float(stats.norm.sf(estimate.drop / error)) if error > 0 else 0.0
+    detectable = max(threshold, critical)
+    return {
+        "breached": bool(estimate.drop >= threshold and p_value <= level),
+        "p_value": p_value,
+        "min_detectable": detectable,
+        # Insufficient: even the lowest possible estimate would not be a significant drop.
+        "insufficient": not math.isfinite(detectable)
+        or detectable > estimate.reference_estimate + estimate.null_bias - estimate.floor,
+    }
+
+
+# -- monitors -------------------------------------------------------------------------
+def window_outputs(samples: pd.DataFrame, outputs: OutputsProfile) -> pd.DataFrame:
+    """The window's stored output columns that the profile has, as profiled (the value
+    as a number, the class as its integer)."""
+    frame = pd.DataFrame(index=samples.index)
+    for column in outputs.columns:
+        values = pd.to_numeric(samples[column], errors="coerce")
+        frame[column] = values if column == VALUE_COLUMN else values.astype("Int64")
+    return frame
+
+
+def evaluate_output_monitor(monitor, outputs: OutputsProfile | None, samples: pd.DataFrame):
+    """``prediction_drift`` or ``performance_estimate:<metric>`` on one window's samples
+    (every stored column); a :class:`monitors.rules.MonitorResult`.
+
+    A profile without outputs (fitted before they were profiled) or a window whose
+    samples lack the output columns is ``insufficient_data`` with the reason, never a
+    pass and never a crash; a metric that does not apply to the model's task is
+    ``error`` naming both.
+    """
+    from driftgate.monitors.rules import PREDICTION_DRIFT, MonitorResult, split_metric
+
+    base = {
+        "monitor": monitor.name,
+        "metric": monitor.metric,
+        "action": monitor.action,
+        "threshold": monitor.threshold,
+        "breached": False,
+        "observed": None,
+    }
+    if outputs is None:
+        return MonitorResult(
+            **base,
+            status="insufficient_data",
+            reason="the champion's reference profile has no outputs (fitted before outputs "
+            "were profiled): retrain or re-adopt the model to monitor its outputs",
+        )
+    absent = [c for c in outputs.columns if c not in samples.columns]
+    if absent and len(samples):
+        return MonitorResult(
+            **base,
+            status="insufficient_data",
+            reason=f"the window's samples have no {', '.join(absent)} column",
+        )
+    if not len(samples):
+        return MonitorResult(**base, status="no_data", reason="no samples in the window")
+    frame = window_outputs(samples, outputs)
+    name, argument = split_metric(monitor.metric)
+    if name == PREDICTION_DRIFT:
+        return _prediction_drift(monitor, outputs, frame, base)
+    return _performance_estimate(monitor, outputs, frame, argument, base)
+
+
+def prediction_tests(outputs: OutputsProfile) -> dict[str, list[str]]:
+    """Output column -> the test run on it: KS on the value, chi-squared on the class."""
+    return {c: ["ks"] if c == VALUE_COLUMN else ["chi2"] for c in outputs.columns}
+
+
+def _prediction_drift(monitor, outputs: OutputsProfile, frame: pd.DataFrame, base: dict):
+    from driftgate.monitors.drift import check_drift
+    from driftgate.monitors.rules import MonitorResult
+
+    tests = prediction_tests(outputs)
+    # Bonferroni over the outputs tested, through the monitor's own per-test level.
+    level = monitor.level(len(tests))
+    options: dict[str, Any] = {"thresholds": {"ks": monitor.threshold, "chi2": monitor.threshold}}
+    if level is not None:
+        options["levels"] = {"ks": level, "chi2": level}
+    else:
+        options["correction"] = "bonferroni"
+    if monitor.effect_size_floor is not None:
+        options["effect_size_floor"] = monitor.effect_size_floor
+    report = check_drift(outputs.profile, frame, tests=tests, **options)
+    evaluated = [r for r in report.results if r.status == "ok"]
+    if not evaluated:
+        insufficient = any(r.status == "insufficient_data" for r in report.results)
+        return MonitorResult(
+            **base,
+            status="insufficient_data" if insufficient else "no_data",
+            reason="; ".join(sorted({r.reason for r in report.results if r.reason})),
+            level=level,
+        )
+    observed = min(
+        r.adjusted_p_value if r.adjusted_p_value is not None else r.p_value for r in evaluated
+    )
+    return MonitorResult(
+        **{**base, "breached": any(r.drifted for r in evaluated), "observed": float(observed)},
+        breached_features=sorted(r.feature for r in evaluated if r.drifted),
+        p_value=min(r.p_value for r in evaluated),
+        level=level,
+        min_detectable=max(r.min_detectable or 0.0 for r in evaluated) if level else None,
+        details={
+            f"{r.feature}.{r.test}": {"value": r.value, "effect_size": r.effect_size}
+            for r in report.results
+        },
+        reason="; ".join(r.reason for r in report.results if r.reason),
+    )
+
+
+def _performance_estimate(
+    monitor, outputs: OutputsProfile, frame: pd.DataFrame, metric: str, base: dict
+):
+    from driftgate.monitors.rules import MonitorResult
+
+    if metric not in ESTIMABLE_METRICS[outputs.task]:
+        known = ", ".join(ESTIMABLE_METRICS[outputs.task]) or "none: it has no confidences"
+        return MonitorResult(
+            **base,
+            status="error",
+            reason=f"{monitor.metric} does not apply to this {outputs.task} model "
+            f"(estimable: {known})",
+        )
+    estimate = outputs.estimate(frame, metric)
+    level = monitor.level(1)
+    decision = decide_estimate(estimate, monitor.threshold, level)
+    details = estimate.to_dict()
+    if not math.isfinite(estimate.value) or decision["insufficient"]:
+        return MonitorResult(
+            **base,
+            status="insufficient_data",
+            reason=f"{estimate.rows} rows: the estimate's no-drift spread "
+            f"({estimate.null_error:.3g}) is too large for any drop of {metric} to be "
+            f"significant at level {level:.3g}"
+            if math.isfinite(estimate.value)
+            else f"{metric} cannot be estimated on this window (one class only)",
+            level=level,
+            min_detectable=decision["min_detectable"],
+            details=details,
+        )
+    return MonitorResult(
+        **{**base, "breached": decision["breached"], "observed": estimate.value},
+        p_value=decision["p_value"],
+        level=level,
+        min_detectable=decision["min_detectable"],
+        details=details,
+    )
