@@ -31,6 +31,7 @@ from pydantic import Field, field_validator
 
 from driftgate.core.yamlconfig import ConfigError, StrictModel
 from driftgate.monitors.budget import FalseAlarms, checks_in, per_test_level
+from driftgate.monitors.performance import PERFORMANCE_METRICS, PERFORMANCE_PREFIX
 
 CONTRACT_PREFIX = "contract:"
 # Every kind of rule a contract makes (data_contracts.model.Contract.rules), and ``any``
@@ -52,6 +53,26 @@ CONTRACT_RULE_KINDS = (
 MAX_WINDOW = pd.Timedelta(days=366)
 _DURATION = re.compile(r"^(\d{1,9})([smhd])$")
 _UNITS = {"s": "s", "m": "min", "h": "h", "d": "D"}
+
+
+def split_metric(metric: str) -> tuple[str, str | None]:
+    """``performance:roc_auc`` -> ``("performance", "roc_auc")``; ``ks`` -> ``("ks", None)``.
+
+    The one parser of ``name:argument`` monitor metrics, so the kinds that take an
+    argument (``contract:``, ``performance:``) share one spelling.
+    """
+    name, colon, argument = metric.partition(":")
+    return (name, argument) if colon else (metric, None)
+
+
+def is_performance(metric: str) -> bool:
+    """Whether ``metric`` is a realized-performance metric (``performance:<metric>``)."""
+    return split_metric(metric)[0] == PERFORMANCE_PREFIX.rstrip(":")
+
+
+def _not_drift(metric: str) -> bool:
+    # Contract and performance monitors are decided without the drift engine.
+    return metric.startswith(CONTRACT_PREFIX) or is_performance(metric)
 
 
 def parse_duration(text: str) -> pd.Timedelta:
@@ -93,7 +114,10 @@ class Monitor(StrictModel):
     """A production rule: when ``metric`` on a window exceeds ``threshold``, take ``action``.
 
     ``metric`` is a registered drift statistic (``kl``, ``ks``, ``missing_share``, ...) or
-    a contract rule kind (``contract:<kind>``, ``contract:any``). ``action`` is a
+    a contract rule kind (``contract:<kind>``, ``contract:any``) or the realized
+    performance on the window's labelled records (``performance:<metric>``, a metric of
+    the task: :mod:`monitors.performance`; ``threshold`` is the largest tolerated drop
+    from the champion's test metric). ``action`` is a
     registered monitor action (:mod:`monitors.actions`). ``consecutive_breaches`` adds
     hysteresis: the action fires only after that many breaching windows in a row.
     """
@@ -123,6 +147,12 @@ class Monitor(StrictModel):
         description="breach only when the value is over the threshold AND significant at "
         "the window's size (false: the bare threshold, as before issue 15)",
     )
+    min_labels: int = Field(
+        30,
+        ge=2,
+        description="performance monitors: fewer labelled records in a window are "
+        "insufficient_data",
+    )
 
     @field_validator("metric")
     @classmethod
@@ -132,6 +162,13 @@ class Monitor(StrictModel):
             if kind not in CONTRACT_RULE_KINDS:
                 raise ValueError(
                     f"unknown contract rule kind '{kind}' (known: {', '.join(CONTRACT_RULE_KINDS)})"
+                )
+            return metric
+        if is_performance(metric):
+            name = split_metric(metric)[1]
+            if name not in PERFORMANCE_METRICS:
+                raise ValueError(
+                    f"unknown performance metric '{name}' (known: {', '.join(PERFORMANCE_METRICS)})"
                 )
             return metric
         from driftgate.monitors.stattests import STATTESTS
@@ -176,6 +213,8 @@ class Monitor(StrictModel):
         """Level of each feature's test per check, or None (not calibrated / contract)."""
         if not self.calibrated or self.metric.startswith(CONTRACT_PREFIX):
             return None
+        if is_performance(self.metric):  # one test per window, whatever the features
+            features = 1
         return per_test_level(
             self.false_alarms.rate, self.checks_per_horizon, features, self.consecutive_breaches
         )
@@ -203,6 +242,13 @@ def check_monitors_against(
     for monitor in monitors:
         prefix = f"{where}monitor '{monitor.name}'"
         listed = [] if monitor.features == "all" else list(monitor.features)
+        if is_performance(monitor.metric):
+            if listed:
+                problems.append(
+                    f"{prefix}: features: a performance monitor judges the model's output, "
+                    "not features; leave features out"
+                )
+            continue
         if not monitor.metric.startswith(CONTRACT_PREFIX):
             unknown = [f for f in listed if f not in known]
             if unknown:
@@ -263,10 +309,18 @@ class MonitorResult:
     level: float | None = None
     bias_corrected: float | None = None
     min_detectable: float | None = None
+    # Performance monitors: labelled records, the realized metric and its interval, and
+    # the champion's test metric it is compared with (``observed`` is the drop).
+    labels: int | None = None
+    realized: float | None = None
+    ci: tuple[float, float] | None = None
+    baseline: float | None = None
 
     def to_dict(self) -> dict:
         data = asdict(self)
-        for key in ("observed", "p_value", "bias_corrected", "min_detectable"):
+        if data["ci"] is not None:
+            data["ci"] = [v if math.isfinite(v) else str(v) for v in data["ci"]]
+        for key in ("observed", "p_value", "bias_corrected", "min_detectable", "realized"):
             if data[key] is not None and not math.isfinite(data[key]):
                 data[key] = str(data[key])
         return data
@@ -283,14 +337,14 @@ def drift_tests_of(monitors: list[Monitor]) -> dict[str, float]:
     cannot share one drift computation's decision; the caller runs one check per
     distinct decision (see :func:`group_by_threshold`).
     """
-    return {m.metric: m.threshold for m in monitors if not m.metric.startswith(CONTRACT_PREFIX)}
+    return {m.metric: m.threshold for m in monitors if not _not_drift(m.metric)}
 
 
 def decision_options(monitors: list[Monitor], all_features: Iterable[str]) -> dict:
     """``check_drift`` keyword arguments deciding these monitors (one group of
     :func:`group_by_threshold`): thresholds, per-test levels and effect-size floors."""
     all_features = list(all_features)
-    drift = [m for m in monitors if not m.metric.startswith(CONTRACT_PREFIX)]
+    drift = [m for m in monitors if not _not_drift(m.metric)]
     levels = {
         m.metric: m.level(m.feature_count(all_features))
         for m in drift
@@ -312,7 +366,7 @@ def group_by_threshold(
     all_features = list(all_features)
     groups: list[list[Monitor]] = []
     for monitor in monitors:
-        if monitor.metric.startswith(CONTRACT_PREFIX):
+        if _not_drift(monitor.metric):
             continue
         key = _decision_key(monitor, monitor.feature_count(all_features))
         for group in groups:
@@ -337,6 +391,15 @@ def evaluate_monitor(monitor: Monitor, drift_report=None, contract_result=None) 
     }
     if monitor.metric.startswith(CONTRACT_PREFIX):
         return _contract_monitor(monitor, contract_result, base)
+    if is_performance(monitor.metric):
+        return MonitorResult(
+            **base,
+            breached=False,
+            observed=None,
+            status="error",
+            reason="a performance monitor is judged on the window's labels "
+            "(monitors.performance.evaluate_performance), not on a drift report",
+        )
     if drift_report is None:
         return MonitorResult(
             **base,
