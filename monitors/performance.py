@@ -202,3 +202,80 @@ def judge_drop(realized: Realized, baseline: float, threshold: float, level: flo
     p_value = (0.0 if drop > 0 else 1.0) if se == 0 else float(norm.sf(drop / se))
     detectable = float(norm.isf(level) * se)
     return Drop(drop, p_value, bool(drop > threshold and p_value <= level), detectable)
+
+
+def evaluate_performance(
+    monitor,
+    *,
+    task: str,
+    classes: int,
+    y: np.ndarray,
+    outputs: np.ndarray,
+    baseline: float | None,
+    resamples: int = RESAMPLES,
+):
+    """A ``performance:<metric>`` monitor on one window's labelled records.
+
+    ``y`` the labels' numbers and ``outputs`` the stored outputs of the same records
+    (see :func:`metric_function`); ``baseline`` the champion's ``test_<metric>``.
+    Returns a :class:`monitors.rules.MonitorResult` whose ``observed`` is the drop.
+    """
+    from driftgate.monitors.rules import MonitorResult, split_metric
+
+    metric = split_metric(monitor.metric)[1]
+    base = {
+        "monitor": monitor.name,
+        "metric": monitor.metric,
+        "action": monitor.action,
+        "threshold": monitor.threshold,
+        "breached": False,
+        "labels": len(y),
+        "baseline": baseline,
+    }
+    try:
+        metric_function(task, metric, classes)
+    except PerformanceUnavailable as exc:
+        return MonitorResult(**base, observed=None, status="error", reason=str(exc))
+    if baseline is None or not math.isfinite(baseline):
+        return MonitorResult(
+            **base,
+            observed=None,
+            status="error",
+            reason=f"the champion has no test_{metric} to compare with",
+        )
+    level = monitor.level(1)
+    if len(y) < monitor.min_labels:
+        return MonitorResult(
+            **base,
+            observed=None,
+            status="insufficient_data",
+            reason=f"{len(y)} labelled records < min_labels ({monitor.min_labels})",
+            level=level,
+        )
+    realized = realized_performance(task, metric, y, outputs, classes=classes, resamples=resamples)
+    if not math.isfinite(realized.value):
+        return MonitorResult(
+            **base,
+            observed=None,
+            status="insufficient_data",
+            reason=f"{metric} is undefined on these {len(y)} labels (one class only?)",
+            level=level,
+        )
+    decision = judge_drop(realized, baseline, monitor.threshold, level)
+    low, high = realized.ci
+    reason = (
+        f"{metric} {realized.value:.4g} [{low:.4g}, {high:.4g}] on {len(y)} labels vs "
+        f"{baseline:.4g} at the gate: drop {decision.drop:.4g}"
+    )
+    if decision.p_value is not None:
+        reason += f", p={decision.p_value:.2g} (level {level:.2g})"
+    return MonitorResult(
+        **{**base, "breached": decision.breached},
+        observed=float(decision.drop),
+        reason=reason,
+        p_value=decision.p_value,
+        level=level,
+        min_detectable=decision.min_detectable,
+        realized=realized.value,
+        ci=realized.ci,
+    )
