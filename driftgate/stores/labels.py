@@ -179,7 +179,9 @@ class LabelStore:
                     corrections=0,
                 ).on_conflict_do_nothing(index_elements=["request_id", "record_index"])
                 key = (row.request_id, row.record_index)
-                (inserted if connection.execute(statement).rowcount else raced).append(key)
+                # RETURNING, not rowcount: psycopg reports -1 for this statement.
+                written = connection.execute(statement.returning(labels_table.c.record_index))
+                (inserted if written.first() is not None else raced).append(key)
             for row in replace:
                 connection.execute(
                     labels_table.update()
