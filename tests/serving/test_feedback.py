@@ -262,3 +262,62 @@ def test_feedback_on_postgresql(registered, tmp_path):
             assert store.count(now - timedelta(hours=1), now + timedelta(hours=1)) == 2
         finally:
             store.close()
+
+
+# -- fuzzing ----------------------------------------------------------------------------
+from hypothesis import HealthCheck, given  # noqa: E402
+from hypothesis import settings as hypothesis_settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+FUZZ_IDS = [f"fb-fuzz-{i}" for i in range(3)]
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=300),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
+                                                                max_size=3),
+    max_leaves=5,
+)  # fmt: skip
+ITEMS = st.fixed_dictionaries(
+    {
+        "request_id": st.sampled_from([*FUZZ_IDS, "fb-fuzz-unknown"]) | JSON_VALUES,
+        "record_index": st.integers(-2, 4) | JSON_VALUES,
+        "label": st.sampled_from([0, 1]) | JSON_VALUES,
+    },
+    optional={"extra": JSON_VALUES},
+)
+
+
+@pytest.fixture(scope="module")
+def fuzz_ids(service, registered):
+    for request_id in FUZZ_IDS:
+        predict(service, registered, request_id, records=3)
+    return FUZZ_IDS
+
+
+def _stored_labels(url: str) -> int:
+    store = LabelStore(url)
+    try:
+        now = datetime.now(UTC)
+        return store.count(now - timedelta(days=1), now + timedelta(days=1))
+    finally:
+        store.close()
+
+
+@hypothesis_settings(
+    max_examples=80,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(body=st.lists(ITEMS, min_size=0, max_size=6) | JSON_VALUES)
+def test_fuzzed_feedback_is_a_clear_4xx_or_stored_exactly(service, stores, fuzz_ids, body):
+    before = _stored_labels(stores["sample_store_url"])
+    answer = send(service, body)
+    after = _stored_labels(stores["sample_store_url"])
+    assert answer.status_code in (200, 404, 409, 422), (answer.status_code, answer.text)
+    if answer.status_code == 200:
+        assert after - before == answer.json()["accepted"]
+        return
+    assert after == before  # a refused request stores nothing
+    errors = answer.json()["errors"]
+    # Every error names its field (a key may be called "": named as it is).
+    assert errors and all(isinstance(e.get("field"), str) for e in errors), answer.text
