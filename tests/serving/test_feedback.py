@@ -7,6 +7,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from driftgate.config.serving import ServingSettings
 from driftgate.stores.labels import LabelStore
@@ -265,10 +268,6 @@ def test_feedback_on_postgresql(registered, tmp_path):
 
 
 # -- fuzzing ----------------------------------------------------------------------------
-from hypothesis import HealthCheck, given  # noqa: E402
-from hypothesis import settings as hypothesis_settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
 FUZZ_IDS = [f"fb-fuzz-{i}" for i in range(3)]
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**70), 2**70)
