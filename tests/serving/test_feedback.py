@@ -320,3 +320,33 @@ def test_fuzzed_feedback_is_a_clear_4xx_or_stored_exactly(service, stores, fuzz_
     errors = answer.json()["errors"]
     # Every error names its field (a key may be called "": named as it is).
     assert errors and all(isinstance(e.get("field"), str) for e in errors), answer.text
+
+
+def test_labels_sent_over_http_drive_a_performance_monitor(service, registered, stores):
+    """The loop end to end: /predict, then /feedback with labels that contradict every
+    prediction, then the drift check's performance monitor on the same stores."""
+    from driftgate.gates.config import load_gate_config
+    from driftgate.jobs import drift_check as job
+    from driftgate.monitors.rules import Monitor
+
+    for r in range(4):
+        answer = predict(service, registered, f"fb-loop-{r}", records=50)
+        wrong = [
+            {"request_id": f"fb-loop-{r}", "record_index": i, "label": 1 - c}
+            for i, c in enumerate(answer["classes"])
+        ]
+        assert send(service, wrong).json()["accepted"] == 50
+    config = registered.config.model_copy(deep=True)
+    config.serving = config.serving.model_copy(update=stores)
+    monitor = Monitor(
+        name="accuracy-drop", metric="performance:accuracy", threshold=0.1,
+        schedule="0 * * * *", window="1h", action="notify", min_labels=100,
+    )  # fmt: skip
+    gates = load_gate_config().model_copy(update={"monitors": [monitor]})
+    now = datetime.now(UTC)
+    start, end = now - timedelta(minutes=30), now + timedelta(minutes=1)
+    verdict = job.judge_window(config, gates, start, end)
+    (result,) = verdict.results
+    assert result.status == "ok" and result.breached, result.reason
+    assert result.labels >= 200 and result.realized < 0.2
+    assert result.baseline > 0.5  # the served champion's test_accuracy
