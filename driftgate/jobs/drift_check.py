@@ -158,7 +158,7 @@ class WindowVerdict:
         acted = [a for a in self.actions if a.monitor == result.monitor and not a.changed]
         if acted:
             return f"already acted on this window: {acted[0].detail}"
-        if result.status != "ok":
+        if result.status != "ok" or result.labels is not None:  # performance: the figures
             return result.reason
         return ""
 

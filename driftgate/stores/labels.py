@@ -98,9 +98,10 @@ class LabelStore:
         self.engine = create_store_engine(url, sqlite_synchronous=sqlite_synchronous)
         self.dialect = self.engine.dialect.name
         create_tables(self.engine, _metadata, url, "label")
-        # The samples table is the sample store's; it exists once a SqlSampleStore opened
-        # the database (the service opens both), and is read here with plain SQL.
-        self._samples = f"{SAMPLES_TABLE}"
+        # The samples table is the sample store's (either layout): it exists once a
+        # SqlSampleStore opened the database (the service opens both first), and only
+        # its key, version and time columns are read here, with plain SQL.
+        self._samples = SAMPLES_TABLE
 
     def __repr__(self) -> str:
         return f"LabelStore({redact(self.url)!r})"

@@ -100,11 +100,12 @@ async def feedback(
             corrections=settings.label_corrections,
             sample_fraction=settings.sample_fraction,
         )
-    except Exception as exc:
+    except Exception as exc:  # the detail is for the log only
         error_id = new_error_id()
         log.error("error %s: feedback %s: %s", error_id, request_id, describe_error(exc))
+        which = "model registry" if isinstance(exc, registry.RegistryError) else "label store"
         return error_response(
-            503, f"label store unavailable (error id {error_id}); nothing stored", request_id,
+            503, f"{which} unavailable (error id {error_id}); nothing stored", request_id,
             error_id=error_id,
         )  # fmt: skip
     return _answer(outcome, request_id)

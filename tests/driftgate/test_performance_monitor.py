@@ -136,6 +136,7 @@ def test_a_real_drop_breaches_and_a_matching_window_does_not(setup):
     low, high = result.ci
     assert low < result.realized < high
     assert good.actions == []
+    assert f"on {ROWS} labels vs" in good.markdown()  # the report shows the figures
 
     bad = job.judge_window(config, gates, *BAD)
     (result,) = bad.results
