@@ -102,6 +102,12 @@ class LabelStore:
         # SqlSampleStore opened the database (the service opens both first), and only
         # its key, version and time columns are read here, with plain SQL.
         self._samples = SAMPLES_TABLE
+        insert = postgresql.insert if self.dialect == "postgresql" else sqlite.insert
+        self._insert = (
+            insert(labels_table)
+            .on_conflict_do_nothing(index_elements=["request_id", "record_index"])
+            .returning(labels_table.c.request_id, labels_table.c.record_index)
+        )
 
     def __repr__(self) -> str:
         return f"LabelStore({redact(self.url)!r})"
@@ -161,28 +167,28 @@ class LabelStore:
         labelled between the caller's lookup and this insert (nothing was written for
         them; the caller re-reads them to tell a duplicate from a conflict).
         """
-        insert = (postgresql.insert if self.dialect == "postgresql" else sqlite.insert)(
-            labels_table
-        )
-        inserted: list[Key] = []
-        raced: list[Key] = []
+        values = [
+            {
+                "request_id": row.request_id,
+                "record_index": row.record_index,
+                "model_name": row.sample.model_name,
+                "model_version": row.sample.model_version,
+                "ts_us": row.sample.ts_us,
+                "label": row.label,
+                "value": row.value,
+                "received_us": now_us,
+                "corrections": 0,
+            }
+            for row in rows
+        ]
+        written: set[Key] = set()
         with write_transaction(self.engine) as connection:
-            for row in rows:
-                statement = insert.values(
-                    request_id=row.request_id,
-                    record_index=row.record_index,
-                    model_name=row.sample.model_name,
-                    model_version=row.sample.model_version,
-                    ts_us=row.sample.ts_us,
-                    label=row.label,
-                    value=row.value,
-                    received_us=now_us,
-                    corrections=0,
-                ).on_conflict_do_nothing(index_elements=["request_id", "record_index"])
-                key = (row.request_id, row.record_index)
-                # RETURNING, not rowcount: psycopg reports -1 for this statement.
-                written = connection.execute(statement.returning(labels_table.c.record_index))
-                (inserted if written.first() is not None else raced).append(key)
+            if values:
+                # One statement built once, executed for many rows (SQLAlchemy batches
+                # them); RETURNING names the rows it inserted (not rowcount: psycopg
+                # reports -1 for INSERT .. ON CONFLICT DO NOTHING).
+                found = connection.execute(self._insert, values)
+                written.update((a, int(b)) for a, b in found)
             for row in replace:
                 connection.execute(
                     labels_table.update()
@@ -199,7 +205,8 @@ class LabelStore:
                         corrections=labels_table.c.corrections + 1,
                     )
                 )
-        return inserted, raced
+        keys = [(row.request_id, row.record_index) for row in rows]
+        return [k for k in keys if k in written], [k for k in keys if k not in written]
 
     # -- reading -----------------------------------------------------------------------
     def count(self, start: object, end: object, model_version: str | None = None) -> int:
@@ -263,6 +270,6 @@ class LabelStore:
             connection.execute(text("SELECT 1"))
 
 
-def _batches(keys: list[Key]) -> Iterable[list[Key]]:
-    for i in range(0, len(keys), LOOKUP_BATCH):
-        yield keys[i : i + LOOKUP_BATCH]
+def _batches(items: list) -> Iterable[list]:
+    for i in range(0, len(items), LOOKUP_BATCH):
+        yield items[i : i + LOOKUP_BATCH]
