@@ -350,3 +350,22 @@ def test_labels_sent_over_http_drive_a_performance_monitor(service, registered, 
     assert result.status == "ok" and result.breached, result.reason
     assert result.labels >= 200 and result.realized < 0.2
     assert result.baseline > 0.5  # the served champion's test_accuracy
+
+
+def test_a_label_of_a_request_the_service_did_not_log_is_counted_unsampled(registered, settings):
+    from driftgate.stores.samples import is_sampled
+
+    half = settings.model_copy(update={"sample_fraction": 0.5})
+    skipped = next(f"fb-skip-{i}" for i in range(100) if not is_sampled(f"fb-skip-{i}", 0.5))
+    with ThreadedService(registered.config, half) as running:
+        answer = predict(running, registered, skipped, records=1)
+        assert answer["sampled"] is False
+        labelled = send(running, [{"request_id": skipped, "record_index": 0, "label": 1}])
+        assert labelled.status_code == 200, labelled.text
+        assert labelled.json()["unsampled"] == 1 and labelled.json()["accepted"] == 0
+        # An id the service never saw, that it would have logged, is still a 404.
+        logged = next(f"fb-typo-{i}" for i in range(100) if is_sampled(f"fb-typo-{i}", 0.5))
+        assert (
+            send(running, [{"request_id": logged, "record_index": 0, "label": 1}]).status_code
+            == 404
+        )
