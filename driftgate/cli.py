@@ -18,6 +18,7 @@ from driftgate.commands import serve as serve_commands
 from driftgate.commands.adopt import adopt as adopt_command
 from driftgate.commands.contract import contract_app
 from driftgate.commands.deploy import deploy as deploy_command
+from driftgate.commands.labels import labels_app
 from driftgate.commands.monitors import monitors_app
 from driftgate.commands.options import EXIT_FAILED, EXIT_REGISTRY, EXIT_USAGE, ConfigOption
 from driftgate.commands.options import setup_logging as _setup_logging
@@ -398,6 +399,7 @@ def samples_purge(
 
 
 app.add_typer(contract_app, name="contract")
+app.add_typer(labels_app, name="labels")
 app.add_typer(monitors_app, name="monitors")
 app.add_typer(reviews_app, name="reviews")
 app.add_typer(samples_app, name="samples")

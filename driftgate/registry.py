@@ -470,6 +470,24 @@ CHAMPION_ALIAS = "champion"
 PREVIOUS_CHAMPION_ALIAS = "previous-champion"
 
 
+def version_test_metric(
+    tracking: TrackingSettings, model_name: str, version: str, metric: str
+) -> float | None:
+    """The version's gate-time test metric ``test_<metric>``: its version tag if it has
+    one, else its run's metric (logged by training and adoption); None when neither."""
+    key = f"test_{metric}"
+    found = _model_version(tracking, model_name, version)
+    tagged = found.tags.get(key)
+    if tagged is not None:
+        try:
+            return float(tagged)
+        except ValueError:
+            pass  # a tag that is not a number: fall back to the run's metric
+    run = _registry_call(f"cannot read run {found.run_id}", _client(tracking).get_run, found.run_id)
+    value = run.data.metrics.get(key)
+    return None if value is None else float(value)
+
+
 def alias_version(tracking: TrackingSettings, model_name: str, alias: str) -> str | None:
     """The version an alias points at, or None when the alias (or model) does not exist."""
     from mlflow.exceptions import MlflowException

@@ -28,7 +28,7 @@ from scipy import stats
 from driftgate.monitors.budget import expected_false_fires
 from driftgate.monitors.nulls import BINNED, binned_null, binned_statistic, decision_bound
 from driftgate.monitors.profile import NumericProfile
-from driftgate.monitors.rules import CONTRACT_PREFIX, Monitor, is_output_metric
+from driftgate.monitors.rules import CONTRACT_PREFIX, Monitor, is_output_metric, is_performance
 
 POWER = 0.8
 FACTOR = 2.0
@@ -170,8 +170,8 @@ def plan_monitor(monitor: Monitor, profile, rows_per_window: int, within: int = 
         smallest_shift=None,
         shift_units=units,
     )
-    if metric.startswith(CONTRACT_PREFIX) or is_output_metric(metric):
-        return plan
+    if metric.startswith(CONTRACT_PREFIX) or is_output_metric(metric) or is_performance(metric):
+        return plan  # outputs and performance: judged on the model's outputs and labels
     features = _features(monitor, profile)
     level = monitor.level(len(features))
     old = _old_rule_rate(metric, features, rows_per_window, monitor.threshold)

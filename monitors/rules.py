@@ -31,6 +31,7 @@ from pydantic import Field, field_validator, model_validator
 
 from driftgate.core.yamlconfig import ConfigError, StrictModel
 from driftgate.monitors.budget import FalseAlarms, checks_in, per_test_level
+from driftgate.monitors.performance import PERFORMANCE_METRICS, PERFORMANCE_PREFIX
 
 CONTRACT_PREFIX = "contract:"
 # Metrics on the model's outputs, read from the profile's outputs (monitors.outputs), not
@@ -97,6 +98,11 @@ def is_output_metric(metric: str) -> bool:
     return (name == PREDICTION_DRIFT and argument is None) or name == PERFORMANCE_ESTIMATE
 
 
+def is_performance(metric: str) -> bool:
+    """Whether ``metric`` is a realized-performance metric (``performance:<metric>``)."""
+    return split_metric(metric)[0] == PERFORMANCE_PREFIX.rstrip(":")
+
+
 def is_stattest_metric(metric: str) -> bool:
     """True for a drift statistic on the features (``ks``, ``kl``, ...): a metric with no
     ``name:argument`` form and not judged on the outputs."""
@@ -121,9 +127,11 @@ class Monitor(StrictModel):
     """A production rule: when ``metric`` on a window exceeds ``threshold``, take ``action``.
 
     ``metric`` is a registered drift statistic (``kl``, ``ks``, ``missing_share``, ...),
-    a contract rule kind (``contract:<kind>``, ``contract:any``), or a metric on the
+    a contract rule kind (``contract:<kind>``, ``contract:any``), a metric on the
     model's outputs (``prediction_drift``, ``performance_estimate:<accuracy|roc_auc>``,
-    :mod:`monitors.outputs`). ``action`` is a
+    :mod:`monitors.outputs`), or the realized performance on the window's labelled
+    records (``performance:<metric>``, a metric of the task: :mod:`monitors.performance`;
+    ``threshold`` is the largest tolerated drop from the champion's test metric). ``action`` is a
     registered monitor action (:mod:`monitors.actions`). ``consecutive_breaches`` adds
     hysteresis: the action fires only after that many breaching windows in a row.
     """
@@ -153,6 +161,12 @@ class Monitor(StrictModel):
         description="breach only when the value is over the threshold AND significant at "
         "the window's size (false: the bare threshold, as before issue 15)",
     )
+    min_labels: int = Field(
+        30,
+        ge=2,
+        description="performance monitors: fewer labelled records in a window are "
+        "insufficient_data",
+    )
 
     @field_validator("metric")
     @classmethod
@@ -166,6 +180,13 @@ class Monitor(StrictModel):
             return metric
         name, argument = split_metric(metric)
         if name == PREDICTION_DRIFT and argument is None:
+            return metric
+        if is_performance(metric):
+            if argument not in PERFORMANCE_METRICS:
+                raise ValueError(
+                    f"unknown performance metric '{argument}' "
+                    f"(known: {', '.join(PERFORMANCE_METRICS)})"
+                )
             return metric
         if name == PERFORMANCE_ESTIMATE:
             if argument not in ESTIMATED_METRICS:
@@ -231,6 +252,8 @@ class Monitor(StrictModel):
         """Level of each feature's test per check, or None (not calibrated / contract)."""
         if not self.calibrated or self.metric.startswith(CONTRACT_PREFIX):
             return None
+        if is_performance(self.metric):  # one test per window, whatever the features
+            features = 1
         return per_test_level(
             self.false_alarms.rate, self.checks_per_horizon, features, self.consecutive_breaches
         )
@@ -258,6 +281,13 @@ def check_monitors_against(
     for monitor in monitors:
         prefix = f"{where}monitor '{monitor.name}'"
         listed = [] if monitor.features == "all" else list(monitor.features)
+        if is_performance(monitor.metric):
+            if listed:
+                problems.append(
+                    f"{prefix}: features: a performance monitor judges the model's output, "
+                    "not features; leave features out"
+                )
+            continue
         if not monitor.metric.startswith(CONTRACT_PREFIX):
             unknown = [f for f in listed if f not in known]
             if unknown:
@@ -322,10 +352,18 @@ class MonitorResult:
     min_detectable: float | None = None
     # Metric-specific facts for the report (an estimate's value, sampling error, ...).
     details: dict = field(default_factory=dict)
+    # Performance monitors: labelled records, the realized metric and its interval, and
+    # the champion's test metric it is compared with (``observed`` is the drop).
+    labels: int | None = None
+    realized: float | None = None
+    ci: tuple[float, float] | None = None
+    baseline: float | None = None
 
     def to_dict(self) -> dict:
         data = asdict(self)
-        for key in ("observed", "p_value", "bias_corrected", "min_detectable"):
+        if data["ci"] is not None:
+            data["ci"] = [v if math.isfinite(v) else str(v) for v in data["ci"]]
+        for key in ("observed", "p_value", "bias_corrected", "min_detectable", "realized"):
             if data[key] is not None and not math.isfinite(data[key]):
                 data[key] = str(data[key])
         return data
@@ -396,6 +434,15 @@ def evaluate_monitor(monitor: Monitor, drift_report=None, contract_result=None) 
     }
     if monitor.metric.startswith(CONTRACT_PREFIX):
         return _contract_monitor(monitor, contract_result, base)
+    if is_performance(monitor.metric):
+        return MonitorResult(
+            **base,
+            breached=False,
+            observed=None,
+            status="error",
+            reason="a performance monitor is judged on the window's labels "
+            "(monitors.performance.evaluate_performance), not on a drift report",
+        )
     if drift_report is None:
         return MonitorResult(
             **base,

@@ -11,6 +11,10 @@ Endpoints (see docs/serving.md), one router per concern under :mod:`serving.rout
 - ``POST /admin/pause``, ``POST /admin/resume``, ``GET /admin/state``
   (:mod:`.routers.admin`): bearer token from the environment
   (``DRIFTGATE_ADMIN_TOKEN``); 401 without one, 403 if wrong.
+- ``POST /feedback`` (:mod:`.routers.feedback`): delayed labels of served records,
+  joined by request id and record index; 404 unknown ids, 409 conflicting labels, 422
+  wrong label types or beyond ``serving.label_horizon``; the admin token unless
+  ``serving.feedback_auth: none``.
 
 Nothing happens at import or in ``create_app``: stores are opened, the champion is
 loaded and the background threads start in the app's lifespan
@@ -45,7 +49,7 @@ from driftgate.serving.responses import (
     request_id_of,
     unreadable_reason,
 )
-from driftgate.serving.routers import admin, health, predict
+from driftgate.serving.routers import admin, feedback, health, predict
 from driftgate.serving.state import close_service, open_service
 
 
@@ -87,7 +91,7 @@ def create_app(config: ProjectConfig, settings: ServingSettings | None = None) -
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes, refuse=too_large)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     _add_error_handlers(app, metrics)
-    for router in (predict.router, health.router, admin.router):
+    for router in (predict.router, health.router, admin.router, feedback.router):
         app.include_router(router)
     return app
 

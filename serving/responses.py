@@ -94,5 +94,7 @@ def field_of(location: tuple) -> tuple[int | None, str]:
     if len(parts) >= 2 and parts[0] == "records" and isinstance(parts[1], int):
         # Further parts name the union member that failed ("temperature.float"): drop them.
         return parts[1], str(parts[2]) if len(parts) > 2 else "records"
+    if len(parts) >= 2 and isinstance(parts[0], int):  # a list body (POST /feedback)
+        return parts[0], str(parts[1])
     # A field may be called "" (a JSON key can be empty): name it as it is.
     return None, ".".join(str(p) for p in parts) if parts else "body"

@@ -16,6 +16,7 @@ from driftgate.serving.storewatch import StoreWatch
 from driftgate.serving.validation import build_checker
 from driftgate.serving.writer import GroupCommitWriter
 from driftgate.stores.control import ControlStore
+from driftgate.stores.labels import LabelStore
 from driftgate.stores.samples import SqlSampleStore
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,7 @@ class ServiceState:
     writer: GroupCommitWriter
     watch: StoreWatch
     admin_token: str | None
+    labels: LabelStore | None = None  # delayed labels, in the sample store's database
 
 
 def liveness_problems(svc: ServiceState) -> list[str]:
@@ -92,6 +94,7 @@ def open_service(
     control = ControlStore(
         settings.control_store(home), sqlite_synchronous=settings.sqlite_synchronous
     )
+    labels = LabelStore(settings.sample_store(home), sqlite_synchronous=settings.sqlite_synchronous)
 
     def on_pause_change(state) -> None:
         metrics.paused.set(1 if state.paused else 0)
@@ -139,6 +142,7 @@ def open_service(
         writer=writer,
         watch=watch,
         admin_token=admin_token(settings),
+        labels=labels,
     )
 
 
@@ -150,3 +154,5 @@ def close_service(state: ServiceState) -> None:
     state.writer.close()
     state.samples.close()
     state.control.close()
+    if state.labels is not None:
+        state.labels.close()

@@ -101,6 +101,34 @@ class ServingSettings(StrictModel):
     admin_token_env: str = Field(
         ADMIN_TOKEN_ENV, description="environment variable holding the admin bearer token"
     )
+    label_horizon: str | None = Field(
+        "30d",
+        description="POST /feedback and `driftgate labels load` accept a label this long "
+        "after its request was served (e.g. 30d, 72h); unset: any time while the sample "
+        "is kept",
+    )
+    label_corrections: bool = Field(
+        False,
+        description="a different label for an already labelled record replaces it "
+        "(counted as a correction) instead of being refused with 409",
+    )
+    feedback_auth: Literal["admin_token", "none"] = Field(
+        "admin_token",
+        description="POST /feedback needs the admin bearer token (labels move the "
+        "performance monitors, which may pause inference); none: open to any client",
+    )
+
+    @field_validator("label_horizon")
+    @classmethod
+    def _horizon_parses(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_retention(value)
+        return value
+
+    @property
+    def horizon(self) -> pd.Timedelta | None:
+        """``label_horizon`` as a Timedelta (None: labels are accepted at any age)."""
+        return None if self.label_horizon is None else parse_retention(self.label_horizon)
 
     @field_validator("sample_retention")
     @classmethod

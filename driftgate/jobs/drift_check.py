@@ -54,7 +54,9 @@ from driftgate.monitors.rules import (
     evaluate_monitor,
     group_by_threshold,
     is_output_metric,
+    is_performance,
     parse_duration,
+    split_metric,
 )
 from driftgate.stores.factories import (
     control_store,
@@ -157,7 +159,7 @@ class WindowVerdict:
         acted = [a for a in self.actions if a.monitor == result.monitor and not a.changed]
         if acted:
             return f"already acted on this window: {acted[0].detail}"
-        if result.status != "ok":
+        if result.status != "ok" or result.labels is not None:  # performance: the figures
             return result.reason
         return ""
 
@@ -459,6 +461,9 @@ def decide(
         if m.metric.startswith(CONTRACT_PREFIX)
     )
     results.extend(decide_outputs(window, [m for m in monitors if is_output_metric(m.metric)]))
+    performance = [m for m in monitors if is_performance(m.metric)]
+    if performance:
+        results.extend(judge_performance(config, window, performance))
     min_rows = config.monitoring.min_rows
     if min_rows is not None and window.rows < min_rows:
         results = [
@@ -486,6 +491,46 @@ def decide_outputs(window: WindowSamples, monitors: list[Monitor]) -> list[Monit
 
     outputs = getattr(window.profile, "outputs", None)
     return [evaluate_output_monitor(m, outputs, window.samples) for m in monitors]
+
+
+def judge_performance(
+    config: ProjectConfig, window: WindowSamples, monitors: list[Monitor]
+) -> list[MonitorResult]:
+    """The performance monitors on the window's labelled records of the champion's
+    version (:mod:`monitors.performance`), against its gate-time test metric."""
+    from driftgate.monitors.performance import evaluate_performance
+    from driftgate.stores.labels import LabelStore
+
+    if window.store_url is None:
+        return [
+            MonitorResult(
+                monitor=m.name, metric=m.metric, action=m.action, threshold=m.threshold,
+                breached=False, observed=None, status="no_data",
+                reason="labels live in the sample store; a --source file has none",
+            )
+            for m in monitors
+        ]  # fmt: skip
+    name, version = window.model_name, window.model_version
+    task, classes = registry.version_outputs(config.tracking, name, version)
+    store = LabelStore(window.store_url)
+    try:
+        labelled = store.labelled_window(window.start, window.end, model_version=version)
+    finally:
+        store.close()
+    y = labelled["value"].to_numpy(dtype=float)
+    outputs = labelled["predicted_class" if task == "multiclass" else "prediction"].to_numpy(
+        dtype=float
+    )
+    results = []
+    for monitor in monitors:
+        metric = split_metric(monitor.metric)[1]
+        baseline = registry.version_test_metric(config.tracking, name, version, metric)
+        results.append(
+            evaluate_performance(
+                monitor, task=task, classes=len(classes), y=y, outputs=outputs, baseline=baseline
+            )
+        )
+    return results
 
 
 # -- 5. record -----------------------------------------------------------------------
@@ -562,7 +607,15 @@ def record(
                 **{
                     f"monitor.{r.monitor}.{key}": float(getattr(r, key))
                     for r in results
-                    for key in ("p_value", "level", "min_detectable")
+                    # performance monitors: label count, realized metric, baseline
+                    for key in (
+                        "p_value",
+                        "level",
+                        "min_detectable",
+                        "labels",
+                        "realized",
+                        "baseline",
+                    )
                     if getattr(r, key) is not None and np.isfinite(getattr(r, key))
                 },
                 # An estimated metric's estimate, sampling error and reference, for
@@ -609,7 +662,9 @@ def record(
     state = monitor_state_store(config)
     try:
         for result in results:
-            verdict.firings[result.monitor] = state.advance(
+            # A performance window is judged again as its labels arrive: its own ledger.
+            step = state.advance_performance if is_performance(result.metric) else state.advance
+            verdict.firings[result.monitor] = step(
                 model_name=name,
                 model_version=version,
                 monitor=by_name[result.monitor],
@@ -821,7 +876,7 @@ def plan_recent(
     missed since the last run (``monitoring.max_catch_up_windows``)."""
     window_override(window)  # refused before the registry and the stores are asked
     catch_up = config.monitoring.max_catch_up_windows
-    return plan_windows(
+    planned = plan_windows(
         gates,
         end=end,
         window=window,
@@ -829,6 +884,61 @@ def plan_recent(
         last_judged=last_judged_ends(config, gates) if catch_up else None,
         max_catch_up=catch_up,
     )
+    again = plan_rejudgements(config, gates, end=end, monitor_names=monitor_names)
+    fresh = {(a, b, m.name) for a, b, group in planned for m in group}
+    again = [
+        (a, b, kept)
+        for a, b, group in again
+        if (kept := [m for m in group if (a, b, m.name) not in fresh])
+    ]
+    return again + planned
+
+
+def plan_rejudgements(
+    config: ProjectConfig,
+    gates: GateConfig,
+    *,
+    end=None,
+    monitor_names: list[str] | None = None,
+) -> list[tuple[pd.Timestamp, pd.Timestamp, list[Monitor]]]:
+    """Windows to judge again for the performance monitors: windows judged before,
+    ending within ``serving.label_horizon`` of ``end`` (later labels are refused), that
+    hold more labels for the champion now than when they were last judged. Oldest
+    first; empty when no performance monitor is selected."""
+    from driftgate.stores._sql import is_sql_url
+    from driftgate.stores.labels import LabelStore
+    from driftgate.stores.samples import utc_now
+
+    monitors = [
+        m
+        for m in gates.monitors
+        if is_performance(m.metric) and (not monitor_names or m.name in monitor_names)
+    ]
+    url = config.serving.sample_store(config.home_dir)
+    if not monitors or not is_sql_url(url):
+        return []
+    name = config.model.name
+    version = registry.alias_version(config.tracking, name, registry.CHAMPION_ALIAS)
+    if version is None:
+        return []
+    end = to_utc(end or utc_now())
+    horizon = config.serving.horizon
+    since = None if horizon is None else end - horizon
+    state, labels = monitor_state_store(config), None
+    windows: dict[tuple[pd.Timestamp, pd.Timestamp], list[Monitor]] = {}
+    try:
+        for monitor in monitors:
+            for start, stop, counted in state.rejudgeable(name, version, monitor.name, since):
+                start, stop = to_utc(start), to_utc(stop)
+                if labels is None:
+                    labels = LabelStore(url, sqlite_synchronous=config.serving.sqlite_synchronous)
+                if labels.count(start, stop, model_version=version) > counted:
+                    windows.setdefault((start, stop), []).append(monitor)
+    finally:
+        state.close()
+        if labels is not None:
+            labels.close()
+    return [(start, stop, group) for (start, stop), group in sorted(windows.items())]
 
 
 def judge_recent(

@@ -13,10 +13,13 @@ servers. What is never removed:
 
 On PostgreSQL (columnar stores) whole daily partitions are dropped once their day is
 older than the cutoff, so samples live between the retention and one day more; on
-SQLite and older PostgreSQL stores rows go in short batched deletes.
+SQLite and older PostgreSQL stores rows go in short batched deletes. Labels
+(:mod:`driftgate.stores.labels`) go with their samples, in the same pass.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import pandas as pd
 
@@ -61,6 +64,15 @@ def purge_samples(config: ProjectConfig, *, now=None) -> PurgeResult:
     protected = review_windows(config)
     store = SqlSampleStore(url, sqlite_synchronous=config.serving.sqlite_synchronous)
     try:
-        return store.purge(cutoff, protected)
+        result = store.purge(cutoff, protected)
     finally:
         store.close()
+    # Labels follow their samples: those whose sample just went (see stores.labels).
+    from driftgate.stores.labels import LabelStore
+
+    labels = LabelStore(url, sqlite_synchronous=config.serving.sqlite_synchronous)
+    try:
+        deleted = labels.purge(cutoff)
+    finally:
+        labels.close()
+    return dataclasses.replace(result, deleted_labels=deleted)

@@ -9,6 +9,14 @@ The action ledger (``driftgate_monitor_actions``, created when missing) records 
 each monitor's action did on each window, so acting on the same window again changes
 nothing (:func:`driftgate.monitors.actions.take_action`).
 
+Performance monitors (``performance:<metric>``) keep one row per judged window
+(``driftgate_performance_windows``, created when missing) instead: a window's labels
+arrive after it was first judged, so its verdict may change, and the drift check
+judges it again when it has more labels (:meth:`MonitorStateStore.rejudgeable`).
+Their hysteresis counts breaching windows in *window* order over these rows, whatever
+order they were judged in, so a window judged again is counted once, with its latest
+verdict; the action ledger still acts at most once per window.
+
 Same databases as the review store: SQLite by default, PostgreSQL by URL.
 """
 
@@ -41,6 +49,7 @@ from driftgate.stores.reviews import _iso, _us
 
 MONITOR_STATE_TABLE = "driftgate_monitor_state"
 MONITOR_ACTIONS_TABLE = "driftgate_monitor_actions"
+PERFORMANCE_WINDOWS_TABLE = "driftgate_performance_windows"
 
 _metadata = MetaData()
 monitor_state_table = Table(
@@ -67,6 +76,19 @@ monitor_actions_table = Table(
     Column("review_id", String(64)),
     Column("changed", Boolean, nullable=False),
     Column("taken_at_us", BigInteger, nullable=False),
+)
+performance_windows_table = Table(
+    PERFORMANCE_WINDOWS_TABLE,
+    _metadata,
+    Column("model_name", String(256), primary_key=True),
+    Column("model_version", String(64), primary_key=True),
+    Column("monitor", String(256), primary_key=True),
+    Column("window_start_us", BigInteger, primary_key=True),
+    Column("window_end_us", BigInteger, primary_key=True),
+    Column("labels", Integer, nullable=False),  # labelled records when last judged
+    Column("status", String(32), nullable=False),
+    Column("breached", Boolean, nullable=False),
+    Column("judged_at_us", BigInteger, nullable=False),
 )
 
 
@@ -160,6 +182,122 @@ class MonitorStateStore:
             else:
                 connection.execute(update(monitor_state_table).where(key).values(**values))
         return firing
+
+    # -- performance monitors: one row per window, judged again as labels arrive ------
+    def advance_performance(
+        self,
+        *,
+        model_name: str,
+        model_version: str,
+        monitor: Monitor,
+        result: MonitorResult,
+        window_start: datetime | str,
+        window_end: datetime | str,
+    ) -> Firing:
+        """Record the latest verdict on this window and say whether the monitor fires.
+
+        Consecutive breaches are counted in window order up to this window, over the
+        windows evaluated (``ok``); windows without enough labels neither count nor
+        reset, as in :func:`monitors.rules.apply_hysteresis`. The monitor's row in the
+        hysteresis table follows the newest window, so catch-up planning sees it.
+        """
+        start, end = _us(window_start), _us(window_end)
+        table = performance_windows_table
+        key = and_(
+            table.c.model_name == model_name,
+            table.c.model_version == model_version,
+            table.c.monitor == monitor.name,
+        )
+        this = and_(key, table.c.window_start_us == start, table.c.window_end_us == end)
+        values = {
+            "labels": int(result.labels or 0),
+            "status": result.status,
+            "breached": bool(result.breached),
+            "judged_at_us": _us(datetime.now(UTC)),
+        }
+        with write_transaction(self.engine) as connection:
+            if connection.execute(select(table.c.labels).where(this)).first() is None:
+                connection.execute(
+                    insert(table).values(
+                        model_name=model_name,
+                        model_version=model_version,
+                        monitor=monitor.name,
+                        window_start_us=start,
+                        window_end_us=end,
+                        **values,
+                    )
+                )
+            else:
+                connection.execute(update(table).where(this).values(**values))
+            earlier = connection.execute(
+                select(table.c.status, table.c.breached)
+                .where(key, table.c.window_start_us <= start)
+                .order_by(table.c.window_start_us.desc())
+            ).all()
+            consecutive = 0
+            for status, breached in earlier:
+                if status != "ok":
+                    continue
+                if not breached:
+                    break
+                consecutive += 1
+            fire = result.status == "ok" and result.breached
+            fire = fire and consecutive >= monitor.consecutive_breaches
+            self._follow_newest(connection, model_name, model_version, monitor, start, end,
+                                consecutive, fire)  # fmt: skip
+        why = ""
+        if result.status == "ok" and result.breached and not fire:
+            why = (
+                f"hysteresis: breach {consecutive} of {monitor.consecutive_breaches} in a row "
+                "needed to fire"
+            )
+        return Firing(consecutive, fire, why)
+
+    def _follow_newest(self, connection, model_name, model_version, monitor, start, end,
+                       consecutive, fire) -> None:  # fmt: skip
+        key = and_(
+            monitor_state_table.c.model_name == model_name,
+            monitor_state_table.c.model_version == model_version,
+            monitor_state_table.c.monitor == monitor.name,
+        )
+        row = connection.execute(
+            select(monitor_state_table.c.last_window_end_us).where(key)
+        ).first()
+        values = {
+            "consecutive": consecutive,
+            "last_window_start_us": start,
+            "last_window_end_us": end,
+            "last_fire": fire,
+        }
+        if row is None:
+            connection.execute(
+                insert(monitor_state_table).values(
+                    model_name=model_name, model_version=model_version, monitor=monitor.name,
+                    **values,
+                )
+            )  # fmt: skip
+        elif row[0] is None or end >= row[0]:
+            connection.execute(update(monitor_state_table).where(key).values(**values))
+
+    def rejudgeable(
+        self, model_name: str, model_version: str, monitor: str, ending_after
+    ) -> list[tuple[str, str, int]]:
+        """(start, end, labels when last judged) of the performance monitor's windows
+        that end after ``ending_after`` (None: all), oldest first."""
+        table = performance_windows_table
+        query = (
+            select(table.c.window_start_us, table.c.window_end_us, table.c.labels)
+            .where(
+                table.c.model_name == model_name,
+                table.c.model_version == model_version,
+                table.c.monitor == monitor,
+            )
+            .order_by(table.c.window_start_us)
+        )
+        if ending_after is not None:
+            query = query.where(table.c.window_end_us > _us(ending_after))
+        with self.engine.connect() as connection:
+            return [(_iso(a), _iso(b), int(n)) for a, b, n in connection.execute(query)]
 
     # -- action ledger ---------------------------------------------------------------
     def action_taken(

@@ -285,11 +285,13 @@ class PurgeResult:
     kept_partitions: list[str] = field(default_factory=list)  # old but protected
     busy_partitions: list[str] = field(default_factory=list)  # old, locked by a reader now
     protected: list[tuple[str, str]] = field(default_factory=list)
+    deleted_labels: int = 0  # labels whose sample went (stores.labels, jobs.retention)
 
     def to_dict(self) -> dict:
         return {
             "cutoff": self.cutoff.isoformat(),
             "deleted_rows": self.deleted_rows,
+            "deleted_labels": self.deleted_labels,
             "dropped_partitions": list(self.dropped_partitions),
             "kept_partitions": list(self.kept_partitions),
             "busy_partitions": list(self.busy_partitions),
