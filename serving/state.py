@@ -112,6 +112,7 @@ def open_service(
         make_checker=lambda features: build_checker(features, contract_path),
         poll_seconds=settings.model_poll_seconds,
         on_reload=on_reload,
+        settings=settings,
     )
     champion.refresh()
     champion.start()
