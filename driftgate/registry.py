@@ -689,16 +689,15 @@ def record_gate_result(
     becomes the version description's Gate paragraph.
     """
     client = _client(tracking)
-    uploads = [(path, artifact_folder) for path in report_files.values()]
-    uploads += [(path, EXPORTS_FOLDER) for path in exports]
-    for path, folder in uploads:
+    for path in report_files.values():
         _registry_call(
             f"cannot upload {path.name} to run {run_id}",
             client.log_artifact,
             run_id,
             str(path),
-            folder,
+            artifact_folder,
         )
+    log_exports(tracking, run_id, exports)
     tag_model_version(tracking, model_name, version, check_tags)
     for key, value in check_tags.items():
         _registry_call(
@@ -718,6 +717,20 @@ ONNX_ARTIFACT = f"{EXPORTS_FOLDER}/model.onnx"  # export_parity with format onnx
 class MissingArtifactError(RegistryError):
     """A version lacks an artifact something needs (the ONNX model for the onnxruntime
     serving backend); the message names the artifact and how it is made."""
+
+
+def log_exports(tracking: TrackingSettings, run_id: str, exports: Sequence[Path]) -> None:
+    """Upload a version's exported models (the gate's ONNX file) to its run's
+    ``exports/`` folder."""
+    client = _client(tracking)
+    for path in exports:
+        _registry_call(
+            f"cannot upload {path.name} to run {run_id}",
+            client.log_artifact,
+            run_id,
+            str(path),
+            EXPORTS_FOLDER,
+        )
 
 
 def download_onnx_model(tracking: TrackingSettings, model_name: str, version: str) -> bytes:
