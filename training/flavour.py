@@ -22,8 +22,10 @@ which holds the :class:`ModelSpec` (``flavour``, ``task``, ``features``, ``class
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
+import logging
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -225,7 +227,7 @@ class _TorchFlavour:
         model.eval()
         batch = torch.export.Dim("batch", min=1)
         try:
-            with torch.no_grad():
+            with torch.no_grad(), _quiet_onnx_registry():
                 program = torch.onnx.export(
                     model,
                     (torch.as_tensor(example, dtype=torch.float32),),
@@ -244,6 +246,19 @@ class _TorchFlavour:
 
     def predict(self, model: nn.Module, matrix: np.ndarray) -> np.ndarray:
         return predict_proba(model, matrix)
+
+
+@contextlib.contextmanager
+def _quiet_onnx_registry():
+    # The exporter warns on every export that torchvision's ops (nms, roi_align...) are
+    # skipped because torchvision is not installed: nothing here uses them.
+    registration = logging.getLogger("torch.onnx._internal.exporter._registration")
+    level = registration.level
+    registration.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        registration.setLevel(level)
 
 
 _OPERATION = re.compile(r"op='([\w.:]+)'")
