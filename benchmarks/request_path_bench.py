@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import json
 import os
 import pstats
@@ -95,6 +96,7 @@ def serve_profiled(config, settings, payload_file: Path, requests: int, concurre
                 "--payload", str(payload_file), "--concurrency", str(concurrency)]  # fmt: skip
         subprocess.run([*load, "--requests", "300"], check=True, capture_output=True)
         writer = next(t for t in threading.enumerate() if t.name == "sample-writer")
+        pauses.recording = True
         on_loop(profile.enable)
         began, cpu, writer_cpu = time.perf_counter(), time.process_time(), thread_cpu(writer)
         done = subprocess.run([*load, "--requests", str(requests)], check=True,
@@ -103,16 +105,40 @@ def serve_profiled(config, settings, payload_file: Path, requests: int, concurre
         outcome["process_cpu"] = time.process_time() - cpu
         outcome["writer_cpu"] = thread_cpu(writer) - writer_cpu
         on_loop(profile.disable)
+        pauses.recording = False
         outcome["summary"] = json.loads(done.stdout.strip().splitlines()[-1])
         outcome["metrics"] = app.state.service.metrics.render().decode()
         server.should_exit = True
 
+    pauses = GcPauses()
     thread = threading.Thread(target=client, daemon=True)
     thread.start()
     loop.run_until_complete(server.serve())
     loop.close()
     thread.join()
+    pauses.close()
+    outcome["gc"] = pauses
     return pstats.Stats(profile), outcome
+
+
+class GcPauses:
+    """Collections per generation and the time they took, while recording."""
+
+    def __init__(self) -> None:
+        self.count, self.seconds, self._started, self.recording = [0] * 3, [0.0] * 3, 0.0, False
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase: str, info: dict) -> None:
+        if not self.recording:
+            return
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.count[info["generation"]] += 1
+            self.seconds[info["generation"]] += time.perf_counter() - self._started
+
+    def close(self) -> None:
+        gc.callbacks.remove(self._callback)
 
 
 def thread_cpu(thread: threading.Thread) -> float:
@@ -180,7 +206,13 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=3000)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--dump", type=Path, help="write each backend's pstats file here")
+    parser.add_argument(
+        "--no-gc-freeze", action="store_true",
+        help="the service as before it froze its start-up objects out of the collector",
+    )  # fmt: skip
     args = parser.parse_args()
+    if args.no_gc_freeze:
+        gc.freeze = lambda: None
     sys.path.insert(0, str(ROOT))
 
     from driftgate.config.serving import ServingSettings
@@ -216,9 +248,13 @@ def main() -> None:
             table[backend]["writer thread CPU"] = outcome["writer_cpu"] * per
             table[backend]["process CPU (all threads)"] = outcome["process_cpu"] * per
             table[backend]["writer commit, wall (fsync)"] = commit_total * per
+            pauses = outcome["gc"]
             print(f"{backend}: {summary['requests_per_second']:.0f} req/s, p50 "
                   f"{summary['p50_ms']:.2f} ms, p99 {summary['p99_ms']:.2f} ms, "
-                  f"{commits:.0f} commits for {args.requests} requests")  # fmt: skip
+                  f"{commits:.0f} commits for {args.requests} requests; GC collections "
+                  f"per generation {pauses.count}, "
+                  f"ms {[round(x * 1e3) for x in pauses.seconds]}")  # fmt: skip
+            table[backend]["GC pauses (any thread)"] = sum(pauses.seconds) * 1e6 / args.requests
         print(f"\nµs per request ({args.requests} one-record requests, {args.concurrency} "
               "connections, cProfile on: CPU µs inflated by it)")  # fmt: skip
         print(f"{'stage':<34}{'pyfunc':>10}{'onnxruntime':>13}")
