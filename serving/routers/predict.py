@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
+from collections.abc import Mapping
 from datetime import UTC, datetime
 
 from fastapi import APIRouter, Request
@@ -12,7 +14,12 @@ from fastapi.responses import Response
 
 from driftgate.serving.champion import LoadedModel
 from driftgate.serving.errors import describe_error, new_error_id
-from driftgate.serving.jsonbody import TooManyRecords, UnicodeJSONRoute, read_body
+from driftgate.serving.jsonbody import (
+    TooManyRecords,
+    UnicodeJSONRequest,
+    UnicodeJSONRoute,
+    read_body,
+)
 from driftgate.serving.outputs import Scored, score, usable
 from driftgate.serving.responses import (
     MAX_ERRORS,
@@ -149,6 +156,45 @@ async def predict(request: Request):
         },
         headers={REQUEST_ID_HEADER: request_id, SAMPLE_STORED_HEADER: str(stored).lower()},
     )
+
+
+class PredictFastPath:
+    """ASGI middleware: ``POST /predict`` goes straight to :func:`predict`.
+
+    Why: Starlette's exception middleware, FastAPI's router (matching every route in
+    turn) and its endpoint wrapper (dependency resolution) were about a third of the
+    event loop's CPU per request (benchmarks/request_path_bench.py), for a route that
+    needs none of them: it reads its own body and returns a finished Response. An
+    exception it raises gets the app's own handler (``exception_handlers``, looked up
+    along the exception's classes as Starlette does), so every refusal keeps the
+    service's error format. Every other request, ``/predict`` with another method
+    included, takes the app's usual path. Installed inside the body limit and the
+    metrics middleware, which therefore still see every request.
+    """
+
+    def __init__(self, app, exception_handlers: Mapping) -> None:
+        self.app = app
+        self.exception_handlers = exception_handlers  # the app's, read per failure
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or scope["path"] != "/predict" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        request = UnicodeJSONRequest(scope, receive)
+        try:
+            response = await predict(request)
+        except Exception as exc:
+            handler = next(
+                (self.exception_handlers[c] for c in type(exc).__mro__
+                 if c in self.exception_handlers),
+                None,
+            )  # fmt: skip
+            if handler is None:
+                raise  # to the server-error middleware, as before
+            response = handler(request, exc)
+            if inspect.isawaitable(response):
+                response = await response
+        await response(scope, receive, send)
 
 
 class StoreFailure(str):
