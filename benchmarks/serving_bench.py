@@ -1,10 +1,12 @@
 """Service throughput and latency next to `mlflow models serve`, and drift-check time.
 
-One run, same machine, same registered model (the demo classifier):
-- `driftgate serve` (contract validation + prediction + durable group-commit logging of
-  every sample to SQLite, synchronous=FULL) vs `mlflow models serve --env-manager local`
-  (prediction only, no logging), both loaded from loopback by benchmarks/loadgen.py with
-  one record per request, for `--seconds` each;
+One run, same machine, same registered model (the demo classifier, gated with the
+demo's gates.yaml, whose export_parity logs its ONNX export):
+- `driftgate serve` on `serving.backend: pyfunc` and on `onnxruntime` (contract
+  validation + prediction + durable group-commit logging of every sample to SQLite,
+  synchronous=FULL) vs `mlflow models serve --env-manager local` (prediction only, no
+  logging), all loaded from loopback by benchmarks/loadgen.py with one record per
+  request, for `--seconds` each;
 - the drift-check job (`judge_window`) on a window of `--window-rows` stored samples:
   contract (GX), drift statistics, MLflow run with the Evidently report.
 
@@ -64,23 +66,29 @@ def main() -> None:
     parser.add_argument("--window-rows", type=int, default=10_000)
     args = parser.parse_args()
 
-    from mlflow import MlflowClient
-
     from driftgate.config import load_config
+    from driftgate.gates.config import load_gate_config
+    from driftgate.jobs.promote import run_promotion
     from driftgate.jobs.train import run_training
 
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
-        port_dg, port_ml = free_port(), free_port()
-        (root / "driftgate.yaml").write_text(
-            f"home: state\nserving:\n  port: {port_dg}\n  accept_client_timestamps: true\n"
-        )
+        port_dg, port_onnx, port_ml = free_port(), free_port(), free_port()
+        for name, port, backend in (("driftgate", port_dg, "pyfunc"),
+                                    ("onnx", port_onnx, "onnxruntime")):  # fmt: skip
+            (root / f"{name}.yaml").write_text(
+                f"home: state\nserving:\n  port: {port}\n  accept_client_timestamps: true\n"
+                f"  backend: {backend}\n"
+                f"  sample_store_url: sqlite:///{root / 'state' / f'{name}-samples.db'}\n"
+            )
         config = load_config(root / "driftgate.yaml")
         outcome = run_training(config, on_epoch=None)
         version = outcome.registered.version
-        MlflowClient(tracking_uri=config.tracking.uri).set_registered_model_alias(
-            config.model.name, "champion", version
-        )
+        # The demo's gate: its export_parity logs exports/model.onnx, which the
+        # onnxruntime backend serves; a passing gate makes the version champion.
+        gate = run_promotion(config, load_gate_config(), version)
+        if not gate.promoted:
+            raise SystemExit(f"the demo model failed its gate:\n{gate.result.table()}")
         from driftgate.jobs.data import prepare_data
 
         data = prepare_data(config)
@@ -90,13 +98,16 @@ def main() -> None:
         env = {**os.environ, "MLFLOW_TRACKING_URI": config.tracking.uri,
                "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}"}  # fmt: skip
         servers = {
-            "driftgate serve": (
-                [sys.executable, "-m", "driftgate.cli", "serve", "--port", str(port_dg),
-                 "--config", str(root / "driftgate.yaml")],
-                f"http://127.0.0.1:{port_dg}/readyz",
-                f"http://127.0.0.1:{port_dg}/predict",
+            f"driftgate serve {backend}": (
+                [sys.executable, "-m", "driftgate.cli", "serve", "--port", str(port),
+                 "--config", str(root / f"{name}.yaml")],
+                f"http://127.0.0.1:{port}/readyz",
+                f"http://127.0.0.1:{port}/predict",
                 [{"records": [r]} for r in rows],
-            ),
+            )
+            for name, port, backend in (("driftgate", port_dg, "pyfunc"),
+                                        ("onnx", port_onnx, "onnxruntime"))
+        } | {
             "mlflow models serve": (
                 [str(Path(sys.executable).with_name("mlflow")), "models", "serve",
                  "-m", f"models:/{config.model.name}/{version}", "--env-manager", "local",
@@ -108,7 +119,7 @@ def main() -> None:
         }  # fmt: skip
         results = {}
         for name, (command, ready, url, payloads) in servers.items():
-            with open(root / f"{name.split()[0]}.log", "wb") as log:
+            with open(root / f"{name.replace(' ', '-')}.log", "wb") as log:
                 process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
             try:
                 wait_ready(ready, process)
@@ -118,18 +129,19 @@ def main() -> None:
                 process.wait(timeout=30)
 
         print(f"\n{args.seconds:g} s per server, {args.concurrency} connections, 1 record/request")
-        print(f"{'server':<22}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}")
+        print(f"{'server':<34}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}")
         for name, summary in results.items():
             print(
-                f"{name:<22}{summary['requests_per_second']:>9.1f}{summary['p50_ms']:>9.2f}"
+                f"{name:<34}{summary['requests_per_second']:>9.1f}{summary['p50_ms']:>9.2f}"
                 f"{summary['p99_ms']:>9.2f}{summary['errors']:>8}"
             )
-        ours, peer = results["driftgate serve"], results["mlflow models serve"]
-        ratio = ours["requests_per_second"] / peer["requests_per_second"]
-        print(
-            f"driftgate / mlflow throughput: {ratio:.2f}x "
-            "(driftgate also validates and durably logs every sample)"
-        )
+        peer = results["mlflow models serve"]["requests_per_second"]
+        for backend in ("pyfunc", "onnxruntime"):
+            ratio = results[f"driftgate serve {backend}"]["requests_per_second"] / peer
+            print(
+                f"driftgate ({backend}) / mlflow throughput: {ratio:.2f}x "
+                "(driftgate also validates and durably logs every sample)"
+            )
 
         # Drift-check wall time per window.
         from datetime import UTC, datetime, timedelta

@@ -22,7 +22,7 @@ import math
 import os
 import tempfile
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -696,11 +696,13 @@ def record_gate_result(
     report_files: Mapping[str, Path],
     artifact_folder: str,
     verdict: str,
+    exports: Sequence[Path] = (),
 ) -> None:
     """Record a gate evaluation where the MLflow UI shows it.
 
     The report files go to the run's ``artifact_folder`` first, so a report tag never
-    points at a missing file; then ``check_tags`` go on the version (its page) *and* on
+    points at a missing file, and the checks' ``exports`` (the ONNX model) to its
+    ``exports/`` folder; then ``check_tags`` go on the version (its page) *and* on
     its run (the runs compare view lines versions up by run tags); last, ``verdict``
     becomes the version description's Gate paragraph.
     """
@@ -713,6 +715,7 @@ def record_gate_result(
             str(path),
             artifact_folder,
         )
+    log_exports(tracking, run_id, exports)
     tag_model_version(tracking, model_name, version, check_tags)
     for key, value in check_tags.items():
         _registry_call(
@@ -723,6 +726,58 @@ def record_gate_result(
             _text(value, TAG_VALUE_MAX_CHARS),
         )
     set_description_paragraph(tracking, model_name, version, DESCRIPTION_GATE, verdict)
+
+
+EXPORTS_FOLDER = "exports"  # the gate's exports of a version, on its run
+ONNX_ARTIFACT = f"{EXPORTS_FOLDER}/model.onnx"  # export_parity with format onnx
+
+
+class MissingArtifactError(RegistryError):
+    """A version lacks an artifact something needs (the ONNX model for the onnxruntime
+    serving backend); the message names the artifact and how it is made."""
+
+
+def log_exports(tracking: TrackingSettings, run_id: str, exports: Sequence[Path]) -> None:
+    """Upload a version's exported models (the gate's ONNX file) to its run's
+    ``exports/`` folder."""
+    client = _client(tracking)
+    for path in exports:
+        _registry_call(
+            f"cannot upload {path.name} to run {run_id}",
+            client.log_artifact,
+            run_id,
+            str(path),
+            EXPORTS_FOLDER,
+        )
+
+
+def download_onnx_model(tracking: TrackingSettings, model_name: str, version: str) -> bytes:
+    """The ONNX model the gate exported for ``version`` (``runs:/RUN/exports/model.onnx``).
+
+    Raises:
+        MissingArtifactError: The version's run has no such file: its gate did not check
+            ``export_parity`` with format ``onnx`` (or the version was never gated).
+    """
+    import mlflow
+
+    run_id = _model_version(tracking, model_name, version).run_id
+    folder, name = ONNX_ARTIFACT.rsplit("/", 1)
+    if not run_id or not _run_has_artifact(tracking, run_id, folder, name):
+        raise MissingArtifactError(
+            f"{model_name} v{version} has no ONNX model (runs:/{run_id}/{ONNX_ARTIFACT}): "
+            "the gate writes it when model_checks.export_parity checks format onnx; "
+            "gate the version with it, or serve with serving.backend: pyfunc"
+        )
+    with tempfile.TemporaryDirectory() as scratch:
+        path = _registry_call(
+            f"cannot download the ONNX model of {model_name} v{version}",
+            mlflow.artifacts.download_artifacts,
+            run_id=run_id,
+            artifact_path=ONNX_ARTIFACT,
+            dst_path=scratch,
+            tracking_uri=tracking.uri,
+        )
+        return Path(path).read_bytes()
 
 
 def with_paragraph(description: str | None, label: str, text: str) -> str:

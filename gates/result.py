@@ -35,6 +35,9 @@ class CheckResult:
     group: str = "model_checks"  # promotion | model_checks | data
     seconds: float = 0.0
     not_applicable: bool = False
+    # Local files the check produced that belong with the version (the ONNX export):
+    # the gate job logs them on the version's run.
+    artifacts: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # numpy comparisons yield numpy.bool_, which JSON and tags must not see.

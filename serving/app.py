@@ -87,6 +87,8 @@ def create_app(config: ProjectConfig, settings: ServingSettings | None = None) -
             detail="request body too large",
         )
 
+    # Innermost: past the body limit and the metrics, /predict skips the router.
+    app.add_middleware(predict.PredictFastPath, exception_handlers=app.exception_handlers)
     # Inside the metrics middleware, so that refused bodies are counted too.
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes, refuse=too_large)
     app.add_middleware(MetricsMiddleware, metrics=metrics)

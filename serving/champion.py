@@ -15,18 +15,20 @@ Only :mod:`driftgate.registry` talks to MLflow; this module never moves an alias
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from driftgate import registry
 from driftgate.config import TrackingSettings
+from driftgate.config.serving import ServingSettings
 from driftgate.core.redaction import redact_credentials
+from driftgate.serving.backends import Scorer, load_scorer
 from driftgate.serving.encoding import RecordEncoder
 from driftgate.serving.outputs import expected_shape
 from driftgate.serving.validation import RecordChecker
@@ -42,7 +44,7 @@ class LoadedModel:
     name: str
     version: str
     features: tuple[str, ...]
-    pyfunc: Any
+    scorer: Scorer  # serving.backend's: pyfunc or ONNX Runtime
     checker: RecordChecker
     loaded_at: float = field(default_factory=time.time)
     # What it predicts (its weights/architecture.json): binary | multiclass | regression,
@@ -64,10 +66,25 @@ class LoadedModel:
     def predict(self, matrix: np.ndarray) -> np.ndarray:
         """The task's output per row of a float32 matrix in :attr:`features` order:
         ``(n,)`` (P(class 1) or the value) or ``(n, classes)`` for multiclass."""
-        outputs = np.asarray(self.pyfunc.predict(matrix), dtype=np.float64)
+        outputs = np.asarray(self.scorer.predict(matrix), dtype=np.float64)
         if self.task == "multiclass":
             return outputs.reshape(len(matrix), -1) if outputs.size else outputs
         return outputs.reshape(-1)
+
+
+def freeze_long_lived() -> None:
+    """Collect, then move every object alive now (the libraries, the stores, the loaded
+    model) out of the cyclic collector's sight (``gc.freeze``).
+
+    Why: the service holds a few hundred thousand long-lived objects (torch, MLflow,
+    pandas, SQLAlchemy); each full collection walks all of them, holding the GIL for
+    tens to hundreds of milliseconds while requests wait. Frozen, the collector walks
+    only what requests allocate. Unfrozen first, so a swapped-out model's cycles are
+    collected rather than frozen forever: one full collection per swap.
+    """
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
 
 
 def load_version(
@@ -75,19 +92,21 @@ def load_version(
     model_name: str,
     version: str,
     make_checker: Callable[[list], RecordChecker],
+    settings: ServingSettings | None = None,
 ) -> LoadedModel:
     """Load ``version`` through the registry adapter and score one row to warm it up.
 
-    ``make_checker`` gets the version's feature specs (names, kinds, categories)."""
+    ``make_checker`` gets the version's feature specs (names, kinds, categories);
+    ``settings.backend`` says what scores it (default: pyfunc)."""
     specs = registry.version_feature_specs(tracking, model_name, version)
     features = [spec.name for spec in specs]
     task, classes = registry.version_outputs(tracking, model_name, version)
-    pyfunc = registry.load_pyfunc(tracking, f"models:/{model_name}/{version}")
+    scorer = load_scorer(tracking, model_name, str(version), settings or ServingSettings())
     model = LoadedModel(
         model_name,
         str(version),
         tuple(features),
-        pyfunc,
+        scorer,
         make_checker(specs),
         task=task,
         classes=classes,
@@ -113,6 +132,7 @@ class ChampionWatcher:
         poll_seconds: How often the alias is re-read.
         on_reload: Called with ``(outcome, version)`` after each load attempt
             (``"loaded"`` or ``"failed"``), e.g. for metrics.
+        settings: The service's settings (``backend`` and its threads); default pyfunc.
     """
 
     def __init__(
@@ -122,8 +142,10 @@ class ChampionWatcher:
         make_checker: Callable[[list], RecordChecker],
         poll_seconds: float,
         on_reload: Callable[[str, str], None] | None = None,
+        settings: ServingSettings | None = None,
     ) -> None:
         self.tracking = tracking
+        self.settings = settings or ServingSettings()
         self.model_name = model_name
         self.make_checker = make_checker
         self.poll_seconds = poll_seconds
@@ -157,7 +179,9 @@ class ChampionWatcher:
         if version == self._failed_version:
             return False  # do not reload a broken version every poll; wait for a new one
         try:
-            model = load_version(self.tracking, self.model_name, version, self.make_checker)
+            model = load_version(
+                self.tracking, self.model_name, version, self.make_checker, self.settings
+            )
         except Exception as exc:
             self._failed_version = version
             self.last_error = redact_credentials(f"cannot load {self.model_name} v{version}: {exc}")
@@ -175,6 +199,8 @@ class ChampionWatcher:
             f"v{previous.version}" if previous else "none",
         )
         self.on_reload("loaded", version)
+        del previous  # its cycles, if any, go in this collection, not into the frozen set
+        freeze_long_lived()
         return True
 
     def start(self) -> None:

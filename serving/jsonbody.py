@@ -60,6 +60,16 @@ def unicode_json(body: bytes) -> Any:
     name. Such a body is refused whole (400, field ``body``). Syntax errors propagate
     as ``JSONDecodeError``.
     """
+    if json.detect_encoding(body) == "utf-8" and b"\\u" not in body:
+        # The common body: strict UTF-8 (the strict codec refuses a surrogate's bytes)
+        # and no backslash-u escape to spell one, so none of its strings can hold one:
+        # the walk below is skipped (a third of the body's cost, request_path_bench).
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            pass  # json.loads decodes with surrogatepass: the walk decides
+        else:
+            return json.loads(text, object_pairs_hook=_object)
     data = json.loads(body, object_pairs_hook=_object)
     stack = [data]
     while stack:

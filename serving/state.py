@@ -9,7 +9,7 @@ from pathlib import Path
 
 from driftgate.config import ProjectConfig
 from driftgate.config.serving import ServingSettings
-from driftgate.serving.champion import ChampionWatcher
+from driftgate.serving.champion import ChampionWatcher, freeze_long_lived
 from driftgate.serving.metrics import ServiceMetrics
 from driftgate.serving.pause import PauseSwitchView
 from driftgate.serving.storewatch import StoreWatch
@@ -115,6 +115,7 @@ def open_service(
         make_checker=lambda features: build_checker(features, contract_path),
         poll_seconds=settings.model_poll_seconds,
         on_reload=on_reload,
+        settings=settings,
     )
     champion.refresh()
     champion.start()
@@ -131,6 +132,7 @@ def open_service(
         on_error=lambda exc: metrics.sample_write_errors.inc(),
     )
     writer.start()
+    freeze_long_lived()  # after the stores' first connections: see the function
     return ServiceState(
         settings=settings,
         model_name=model_name,

@@ -22,8 +22,11 @@ which holds the :class:`ModelSpec` (``flavour``, ``task``, ``features``, ``class
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
+import logging
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +47,25 @@ ARCHITECTURE_FILE = "architecture.json"
 STATE_FILE = "state_dict.pt"
 BUILTIN = "builtin"
 FACTORY = "factory"
+
+
+class OnnxExportError(DriftgateError, ValueError):
+    """A module ``torch.onnx.export`` cannot export; the message names the operation or
+    the line of the module's code that stopped it (the ``export_parity`` check reports it).
+
+    Exit code 1: the configuration was usable; the model failed a model check.
+    """
+
+    exit_code = EXIT_CHECK_FAILED
+
+
+@dataclass(frozen=True)
+class OnnxExport:
+    """An ONNX model of a module: the serialised ``ModelProto`` and its opset."""
+
+    data: bytes
+    opset: int
+    input_name: str
 
 
 class ModelOutputError(DriftgateError, ValueError):
@@ -162,6 +184,10 @@ class ModelFlavour(Protocol):
     def export(self, model: nn.Module, example: np.ndarray) -> None:
         """Check that ``torch.export`` can export ``model`` (what MLflow logs as pt2)."""
 
+    def export_onnx(self, model: nn.Module, example: np.ndarray) -> OnnxExport:
+        """``model`` as ONNX with a dynamic batch dimension; OnnxExportError naming the
+        operation (or the line of code) that cannot be exported."""
+
     def predict(self, model: nn.Module, matrix: np.ndarray) -> np.ndarray:
         """The task's output for a float32 matrix, in eval mode, without gradients."""
 
@@ -196,8 +222,69 @@ class _TorchFlavour:
                 f"is how driftgate logs and serves models: {type(exc).__name__}: {exc}"
             ) from exc
 
+    def export_onnx(self, model: nn.Module, example: np.ndarray) -> OnnxExport:
+        setting = "model.factory" if self.name == FACTORY else "the built-in model"
+        model.eval()
+        batch = torch.export.Dim("batch", min=1)
+        try:
+            with torch.no_grad(), _quiet_onnx_registry():
+                program = torch.onnx.export(
+                    model,
+                    (torch.as_tensor(example, dtype=torch.float32),),
+                    dynamo=True,
+                    dynamic_shapes=({0: batch},),
+                    verbose=False,
+                    report=False,
+                )
+            proto = program.model_proto
+        except Exception as exc:
+            raise OnnxExportError(
+                f"{setting}: torch.onnx.export failed: {describe_export_failure(exc)}"
+            ) from exc
+        opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), 0)
+        return OnnxExport(proto.SerializeToString(), opset, proto.graph.input[0].name)
+
     def predict(self, model: nn.Module, matrix: np.ndarray) -> np.ndarray:
         return predict_proba(model, matrix)
+
+
+@contextlib.contextmanager
+def _quiet_onnx_registry():
+    # The exporter warns on every export that torchvision's ops (nms, roi_align...) are
+    # skipped because torchvision is not installed: nothing here uses them.
+    registration = logging.getLogger("torch.onnx._internal.exporter._registration")
+    level = registration.level
+    registration.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        registration.setLevel(level)
+
+
+_OPERATION = re.compile(r"op='([\w.:]+)'")
+_OP_TARGET = re.compile(r"torch\.ops\.([\w.]+?)\.default")
+_CODE_LINE = re.compile(r'File "([^"]+)", line (\d+), in (\w+)\n\s*(\S[^\n]*)')
+
+
+def describe_export_failure(exc: BaseException) -> str:
+    """What stopped an export, in one line: the innermost error, the operation it names
+    (``aten.item``, ``prims.bessel_j0``) and the line of the module's code, when known.
+
+    torch's exporter wraps the cause in pages of advice; the operator needs the op."""
+    chain: list[BaseException] = []
+    while exc is not None and exc not in chain:
+        chain.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    text = "\n".join(str(e) for e in chain)
+    innermost = chain[-1]
+    first = str(innermost).strip().splitlines()[0] if str(innermost).strip() else ""
+    parts = [f"{type(innermost).__name__}: {first}".rstrip(": ")]
+    if op := _OPERATION.search(text) or _OP_TARGET.search(text):
+        parts.append(f"operation {op[1]}")
+    code = _CODE_LINE.search(text)
+    if code:
+        parts.append(f"at {Path(code[1]).name}:{code[2]} in {code[3]}: {code[4].strip()}")
+    return "; ".join(parts)
 
 
 class BuiltinFlavour(_TorchFlavour):
@@ -339,6 +426,11 @@ def _call_factory(spec: ModelSpec) -> nn.Module:
             "expected a torch.nn.Module"
         )
     return module
+
+
+def flavour_of_module(model: nn.Module) -> ModelFlavour:
+    """The flavour a module belongs to: a user's module is wrapped in a TaskHead."""
+    return FLAVOURS[FACTORY if isinstance(model, TaskHead) else BUILTIN]
 
 
 def expected_shape(spec: ModelSpec, rows: int) -> tuple[int, ...]:

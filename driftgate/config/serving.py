@@ -53,6 +53,18 @@ class ServingSettings(StrictModel):
     contract: str | None = Field(
         None, description="contract for per-record validation; default: the project's data.contract"
     )
+    backend: Literal["pyfunc", "onnxruntime"] = Field(
+        "pyfunc",
+        description="what scores the champion: its MLflow model (pt2), or the ONNX model "
+        "the gate exported (export_parity format onnx) in ONNX Runtime; a champion "
+        "without one is refused, never served on pyfunc instead",
+    )
+    onnx_intra_op_threads: int = Field(
+        1, ge=0, description="onnxruntime: threads within one operator (0: ONNX Runtime's choice)"
+    )
+    onnx_inter_op_threads: int = Field(
+        1, ge=0, description="onnxruntime: threads across operators (0: ONNX Runtime's choice)"
+    )
     model_poll_seconds: float = Field(
         10.0, gt=0, description="how often the champion alias is re-read"
     )

@@ -178,6 +178,9 @@ def evaluate_gates(
         current_environment=describe_environment(config.root),
         contract_result=data.contract_result,
         settings=gates.model_checks.settings(),
+        # The ONNX export (export_parity, format onnx) is written here and logged on the
+        # version's run by record_gate, where the onnxruntime serving backend reads it.
+        export_dir=config.home_dir / "exports" / f"{name}-v{candidate}",
     )
 
     result.checks.extend(run_checks("data", inputs))
@@ -294,8 +297,9 @@ GATE_ARTIFACT_FOLDER = "gates"
 
 
 def record_gate(config: ProjectConfig, result: GateResult, files: dict[str, Path]) -> None:
-    """Attach the reports to the candidate's run, tag version and run with every check,
-    and write the verdict into the version's description."""
+    """Attach the reports (and the checks' exported files, such as the ONNX model) to the
+    candidate's run, tag version and run with every check, and write the verdict into
+    the version's description."""
     tracking, name = config.tracking, config.model.name
     run_id = registry.version_info(tracking, name, result.candidate).run_id
     evaluated_at = datetime.now(UTC).isoformat(timespec="seconds")
@@ -309,6 +313,7 @@ def record_gate(config: ProjectConfig, result: GateResult, files: dict[str, Path
         files,
         artifact_folder=GATE_ARTIFACT_FOLDER,
         verdict=gate_verdict(result, evaluated_at, report_uri),
+        exports=[Path(path) for check in result.checks for path in check.artifacts],
     )
 
 

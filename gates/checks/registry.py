@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -95,6 +96,8 @@ class GateInputs:
         data_digest: Digest of the configured data's training split.
         settings: Every check's validated settings by name (a check held to another
             check's bar reads it here).
+        export_dir: Where a check writes files that belong with the version (the ONNX
+            export); None: nothing is kept.
     """
 
     task: str = "binary"
@@ -116,6 +119,7 @@ class GateInputs:
     recorded_data_digest: str = NOT_GIVEN
     data_digest: str = NOT_GIVEN
     settings: Mapping[str, CheckSettings] = field(default_factory=dict)
+    export_dir: Path | None = None
 
 
 INPUT_NAMES = frozenset(f.name for f in fields(GateInputs))

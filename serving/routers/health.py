@@ -32,6 +32,7 @@ async def readyz(svc: Service):
         "ready": not problems,
         "model_name": svc.model_name,
         "model_version": model.version if model else None,
+        "backend": svc.settings.backend,
         "paused": svc.pause.current().paused,
         "problems": problems,
         # Still ready on the old version when the alias names one that cannot be loaded

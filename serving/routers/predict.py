@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
+from collections.abc import Mapping
 from datetime import UTC, datetime
 
 from fastapi import APIRouter, Request
@@ -11,9 +13,13 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 from driftgate.serving.champion import LoadedModel
-from driftgate.serving.dependencies import Service
 from driftgate.serving.errors import describe_error, new_error_id
-from driftgate.serving.jsonbody import TooManyRecords, UnicodeJSONRoute, read_body
+from driftgate.serving.jsonbody import (
+    TooManyRecords,
+    UnicodeJSONRequest,
+    UnicodeJSONRoute,
+    read_body,
+)
 from driftgate.serving.outputs import Scored, score, usable
 from driftgate.serving.responses import (
     MAX_ERRORS,
@@ -25,6 +31,7 @@ from driftgate.serving.responses import (
     request_id_of,
 )
 from driftgate.serving.schemas import PredictRequest, PredictResponse
+from driftgate.serving.state import ServiceState
 from driftgate.serving.writer import WriterClosed, WriterOverloaded
 from driftgate.stores._sql import StoreReplaced
 from driftgate.stores.samples import DuplicateRequestIds, Sample, is_sampled
@@ -51,7 +58,10 @@ router = APIRouter(route_class=UnicodeJSONRoute)
         }
     },
 )
-async def predict(request: Request, svc: Service):
+async def predict(request: Request):
+    # The state straight from the app, not through the Service dependency: FastAPI's
+    # dependency resolution was a tenth of the request's CPU (request_path_bench).
+    svc: ServiceState = request.app.state.service
     settings, metrics = svc.settings, svc.metrics
     request_id = request_id_of(request)
     try:
@@ -146,6 +156,45 @@ async def predict(request: Request, svc: Service):
         },
         headers={REQUEST_ID_HEADER: request_id, SAMPLE_STORED_HEADER: str(stored).lower()},
     )
+
+
+class PredictFastPath:
+    """ASGI middleware: ``POST /predict`` goes straight to :func:`predict`.
+
+    Why: Starlette's exception middleware, FastAPI's router (matching every route in
+    turn) and its endpoint wrapper (dependency resolution) were about a third of the
+    event loop's CPU per request (benchmarks/request_path_bench.py), for a route that
+    needs none of them: it reads its own body and returns a finished Response. An
+    exception it raises gets the app's own handler (``exception_handlers``, looked up
+    along the exception's classes as Starlette does), so every refusal keeps the
+    service's error format. Every other request, ``/predict`` with another method
+    included, takes the app's usual path. Installed inside the body limit and the
+    metrics middleware, which therefore still see every request.
+    """
+
+    def __init__(self, app, exception_handlers: Mapping) -> None:
+        self.app = app
+        self.exception_handlers = exception_handlers  # the app's, read per failure
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or scope["path"] != "/predict" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        request = UnicodeJSONRequest(scope, receive)
+        try:
+            response = await predict(request)
+        except Exception as exc:
+            handler = next(
+                (self.exception_handlers[c] for c in type(exc).__mro__
+                 if c in self.exception_handlers),
+                None,
+            )  # fmt: skip
+            if handler is None:
+                raise  # to the server-error middleware, as before
+            response = handler(request, exc)
+            if inspect.isawaitable(response):
+                response = await response
+        await response(scope, receive, send)
 
 
 class StoreFailure(str):

@@ -275,3 +275,38 @@ def test_a_check_added_as_a_module_runs_in_the_real_gate(store, tmp_path):
     spread = result.checks[-1]
     assert (spread.passed, spread.threshold) == (False, ">= 0.99")
     assert result.failures == [spread]
+
+
+def test_an_onnx_gate_logs_the_export_on_the_run_and_tags_its_verdict(store, tmp_path):
+    """export_parity with format onnx: the file goes to the version's run through the
+    registry (where the onnxruntime backend reads it), and the verdict is a tag."""
+    import numpy as np
+    import onnxruntime
+
+    set_aliases(store, champion=store["weak"])
+    gates_file = tmp_path / "gates.yaml"
+    gates_file.write_text(LENIENT_GATES + "  export_parity: {formats: [torchscript, onnx]}\n")
+    config = store["config"]
+    result = promote_job.evaluate_gates(config, load_gate_config(gates_file), store["strong"])
+    onnx = next(c for c in result.checks if c.name == "export_parity_onnx")
+    assert onnx.passed, onnx.message
+    assert "export_parity_torchscript" in {c.name for c in result.checks}
+    promote_job.record_gate(config, result, result.write(tmp_path / "reports"))
+
+    tags = (
+        MlflowClient(tracking_uri=config.tracking.uri)
+        .get_model_version("gated", store["strong"])
+        .tags
+    )
+    assert tags["driftgate.gate.export_parity_onnx"].startswith("PASS: max |diff| ")
+    assert "opset " in tags["driftgate.gate.export_parity_onnx"]
+    session = onnxruntime.InferenceSession(
+        registry.download_onnx_model(config.tracking, "gated", store["strong"])
+    )
+    data = train_job.prepare_data(config, validate_contract=False)
+    rows = data.splits.test[data.features].to_numpy(np.float32)[:100]
+    pyfunc = registry.load_pyfunc(config.tracking, f"models:/gated/{store['strong']}")
+    onnx_out = session.run(None, {session.get_inputs()[0].name: rows})[0]
+    assert np.abs(onnx_out - np.asarray(pyfunc.predict(rows)).ravel()).max() <= 1e-5
+    with pytest.raises(registry.MissingArtifactError, match=r"exports/model\.onnx"):
+        registry.download_onnx_model(config.tracking, "gated", store["weak"])  # gated without

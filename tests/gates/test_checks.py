@@ -93,16 +93,17 @@ def test_edge_rows_hit_every_bound_of_every_feature():
         assert (rows[:, index] == LOWER[index]).any() and (rows[:, index] == UPPER[index]).any()
 
 
-def test_export_parity_passes_the_real_model_in_both_formats():
+def test_export_parity_passes_the_real_model_in_both_torch_formats():
     for fmt in ("torchscript", "torch_export"):
-        result = check_export_parity(small_model(), ROWS, ExportParityCheck(format=fmt))
+        [result] = check_export_parity(small_model(), ROWS, ExportParityCheck(format=fmt))
         assert result.passed, result.message
+        assert result.name == f"export_parity_{fmt}"
 
 
 def test_export_parity_fails_a_model_whose_trace_diverges():
     model = BranchesOnData(small_model()).eval()
     rows = np.vstack([np.abs(ROWS[:64]), -np.abs(ROWS[64:])])  # example batch sums > 0
-    result = check_export_parity(model, rows, ExportParityCheck(format="torchscript"))
+    [result] = check_export_parity(model, rows, ExportParityCheck(format="torchscript"))
     assert not result.passed
     assert "diverges" in result.message
 

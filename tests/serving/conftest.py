@@ -147,3 +147,24 @@ def records_of(frame, start: int, count: int) -> list[dict]:
 
 def admin_headers(token: str = ADMIN_TOKEN) -> dict:
     return {"Authorization": f"Bearer {token}"}
+
+
+@pytest.fixture(scope="session")
+def onnx_exported(registered, tmp_path_factory) -> str:
+    """v1 of ``registered`` with its ONNX model on its run, as the gate logs it: exported
+    once per session by the export_parity check (seconds) and uploaded by the registry.
+    v2 stays without one. Returns the version."""
+    from driftgate import registry
+    from driftgate.gates.checks.export_parity import ExportParityCheck, check_export_parity
+
+    tracking, name = registered.config.tracking, registered.config.model.name
+    rows = registered.rows.to_numpy(np.float32)
+    folder = tmp_path_factory.mktemp("onnx-v1")
+    [result] = check_export_parity(
+        registered.versions["1"], rows, ExportParityCheck(format="onnx"),
+        rows.min(axis=0), rows.max(axis=0), folder,
+    )  # fmt: skip
+    assert result.passed, result.message
+    run_id = registry.version_info(tracking, name, "1").run_id
+    registry.log_exports(tracking, run_id, [Path(p) for p in result.artifacts])
+    return "1"

@@ -20,6 +20,7 @@ import threading
 import time
 
 import httpx
+import pytest
 
 from benchmarks.loadgen import run_load
 from driftgate.stores.samples import SqlSampleStore
@@ -76,7 +77,7 @@ def start_service(config_file, settings_json: str, port: int, log_path):
     raise TimeoutError(f"service not ready ({last}); see {log_path}")
 
 
-def load_then_signal(registered, tmp_path, signum: int):
+def load_then_signal(registered, tmp_path, signum: int, backend: str = "pyfunc"):
     """Start the service, load it, send ``signum`` mid-load; return what the client
     saw (result, acknowledged id -> records), what the store holds (id -> records) and
     the process's exit code."""
@@ -87,6 +88,7 @@ def load_then_signal(registered, tmp_path, signum: int):
             "sample_store_url": store_url,
             "control_store_url": f"sqlite:///{tmp_path / 'control.db'}",
             "sqlite_synchronous": "FULL",
+            "backend": backend,
         }
     )
     config_file = registered.config.root / "driftgate.yaml"
@@ -122,9 +124,12 @@ def load_then_signal(registered, tmp_path, signum: int):
     return result, acknowledged, stored, returncode
 
 
-def test_sigkill_under_load_loses_no_acknowledged_request(registered, tmp_path):
+@pytest.mark.parametrize("backend", ["pyfunc", "onnxruntime"])
+def test_sigkill_under_load_loses_no_acknowledged_request(registered, tmp_path, request, backend):
+    if backend == "onnxruntime":
+        request.getfixturevalue("onnx_exported")  # v1's ONNX model on its run
     result, acknowledged, stored, returncode = load_then_signal(
-        registered, tmp_path, signal.SIGKILL
+        registered, tmp_path, signal.SIGKILL, backend
     )
     assert returncode == -signal.SIGKILL
     assert len(acknowledged) > 100, f"only {len(acknowledged)} requests acknowledged"
@@ -135,8 +140,8 @@ def test_sigkill_under_load_loses_no_acknowledged_request(registered, tmp_path):
     unacknowledged_stored = len(set(stored) - set(acknowledged))
     summary = result.summary()
     print(
-        f"\nSIGKILL test: {len(acknowledged)} acknowledged, {result.errors} cut off by the "
-        f"kill, 0 lost, {unacknowledged_stored} stored but unanswered; before the kill "
+        f"\nSIGKILL test ({backend}): {len(acknowledged)} acknowledged, {result.errors} cut "
+        f"off by the kill, 0 lost, {unacknowledged_stored} stored but unanswered; before the kill "
         f"{len(acknowledged) / LOAD_SECONDS:.0f} req/s with {CLIENTS} connections, "
         f"p50 {summary['p50_ms']:.1f} ms, p99 {summary['p99_ms']:.1f} ms"
     )
