@@ -293,11 +293,7 @@ def test_an_onnx_gate_logs_the_export_on_the_run_and_tags_its_verdict(store, tmp
     assert "export_parity_torchscript" in {c.name for c in result.checks}
     promote_job.record_gate(config, result, result.write(tmp_path / "reports"))
 
-    tags = (
-        MlflowClient(tracking_uri=config.tracking.uri)
-        .get_model_version("gated", store["strong"])
-        .tags
-    )
+    tags = mlflow_client(config.tracking.uri).get_model_version("gated", store["strong"]).tags
     assert tags["driftgate.gate.export_parity_onnx"].startswith("PASS: max |diff| ")
     assert "opset " in tags["driftgate.gate.export_parity_onnx"]
     session = onnxruntime.InferenceSession(
