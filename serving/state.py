@@ -12,6 +12,8 @@ from driftgate.config.serving import ServingSettings
 from driftgate.serving.champion import ChampionWatcher
 from driftgate.serving.metrics import ServiceMetrics
 from driftgate.serving.pause import PauseSwitchView
+from driftgate.serving.rejected import RejectedBudget
+from driftgate.serving.requestlog import RequestLog
 from driftgate.serving.storewatch import StoreWatch
 from driftgate.serving.validation import build_checker
 from driftgate.serving.writer import GroupCommitWriter
@@ -35,6 +37,9 @@ class ServiceState:
     writer: GroupCommitWriter
     watch: StoreWatch
     admin_token: str | None
+    # Rejected traffic and the requests log (issue 16); None when switched off.
+    rejected_budget: RejectedBudget | None = None
+    requests: RequestLog | None = None
 
 
 def liveness_problems(svc: ServiceState) -> list[str]:
@@ -128,6 +133,10 @@ def open_service(
         on_error=lambda exc: metrics.sample_write_errors.inc(),
     )
     writer.start()
+    requests = None
+    if settings.log_requests:
+        requests = RequestLog(samples.append_requests, on_drop=metrics.request_log_dropped.inc)
+        requests.start()
     return ServiceState(
         settings=settings,
         model_name=model_name,
@@ -139,6 +148,10 @@ def open_service(
         writer=writer,
         watch=watch,
         admin_token=admin_token(settings),
+        rejected_budget=(
+            RejectedBudget(settings.rejected_max_per_minute) if settings.log_rejected else None
+        ),
+        requests=requests,
     )
 
 
@@ -148,5 +161,7 @@ def close_service(state: ServiceState) -> None:
     state.pause.stop()
     state.watch.stop()
     state.writer.close()
+    if state.requests is not None:
+        state.requests.close()
     state.samples.close()
     state.control.close()

@@ -1,0 +1,82 @@
+"""The requests log: each /predict request's status and latency, for the monitors.
+
+``latency_p95`` and ``error_share`` judge the running service per window, so each
+request's HTTP status and latency (as the metrics middleware measured it, the whole
+handler) go to ``driftgate_requests`` in the sample store. The row is written after
+the response is sent: a log row is evidence, not an acknowledgement, so it must not
+slow the answer. :class:`RequestLog` buffers rows in memory (bounded: beyond
+``max_buffered`` they are dropped and counted) and one thread writes them every
+``flush_seconds`` in one transaction. A killed process loses at most the last
+interval's rows; a store outage loses the rows of the outage (the readiness probe and
+the store watch report the outage itself).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+
+from driftgate.serving.errors import describe_error
+from driftgate.stores.samples import RequestRecord
+
+log = logging.getLogger(__name__)
+
+
+class RequestLog:
+    """Buffer request rows; a thread appends them to the store every ``flush_seconds``."""
+
+    def __init__(
+        self,
+        append: Callable[[Sequence[RequestRecord]], int],
+        *,
+        flush_seconds: float = 0.5,
+        max_buffered: int = 100_000,
+        on_drop: Callable[[int], None] | None = None,
+    ) -> None:
+        self._append = append
+        self.flush_seconds = flush_seconds
+        self.max_buffered = max_buffered
+        self._buffer: deque[RequestRecord] = deque()
+        self._on_drop = on_drop or (lambda count: None)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="request-log", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def add(self, status: int, seconds: float, event_time: datetime | None = None) -> None:
+        """Queue one request's row (called on the event loop: no I/O here)."""
+        if len(self._buffer) >= self.max_buffered:
+            self._on_drop(1)
+            return
+        self._buffer.append(RequestRecord(event_time or datetime.now(UTC), status, seconds))
+
+    def flush(self) -> int:
+        """Write what is buffered now; the rows of a failed write are dropped and counted."""
+        rows = []
+        while self._buffer and len(rows) < 10_000:
+            rows.append(self._buffer.popleft())
+        if not rows:
+            return 0
+        try:
+            return self._append(rows)
+        except Exception as exc:
+            log.warning("%d request log rows not written: %s", len(rows), describe_error(exc))
+            self._on_drop(len(rows))
+            return 0
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.flush_seconds):
+            while self.flush():
+                pass
+
+    def close(self) -> None:
+        """Stop the thread and write what is left."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
+        while self.flush():
+            pass
