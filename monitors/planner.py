@@ -151,6 +151,7 @@ def _min_rows(metric, features, monitor, level) -> int | None:
 def plan_monitor(monitor: Monitor, profile, rows_per_window: int, within: int = 12) -> MonitorPlan:
     """The figures and warnings of one monitor at ``rows_per_window`` (module docstring)."""
     from driftgate.monitors.budget import checks_in
+    from driftgate.monitors.traffic import is_traffic_metric
 
     metric = monitor.metric
     month = checks_in(monitor.schedule, timedelta(days=MONTH_DAYS))
@@ -170,8 +171,8 @@ def plan_monitor(monitor: Monitor, profile, rows_per_window: int, within: int = 
         smallest_shift=None,
         shift_units=units,
     )
-    if metric.startswith(CONTRACT_PREFIX):
-        return plan
+    if metric.startswith(CONTRACT_PREFIX) or is_traffic_metric(metric):
+        return plan  # contract and traffic monitors: no per-feature drift figures
     features = _features(monitor, profile)
     level = monitor.level(len(features))
     old = _old_rule_rate(metric, features, rows_per_window, monitor.threshold)

@@ -118,6 +118,12 @@ class Monitor(StrictModel):
         "(default: the test's own, ks D >= 0.05, chi2 V >= 0.1); distance tests: the "
         "threshold is the floor",
     )
+    population: Literal["accepted", "all"] = Field(
+        "accepted",
+        description="drift statistics: the accepted samples only, or every received "
+        "record, the refused ones included (issue 16), so a shift the contract refuses "
+        "shows as drift too",
+    )
     calibrated: bool = Field(
         True,
         description="breach only when the value is over the threshold AND significant at "
@@ -134,12 +140,23 @@ class Monitor(StrictModel):
                     f"unknown contract rule kind '{kind}' (known: {', '.join(CONTRACT_RULE_KINDS)})"
                 )
             return metric
+        from driftgate.monitors.traffic import REJECTED_SHARE, TRAFFIC_KINDS, is_traffic_metric
+
+        if is_traffic_metric(metric):
+            kind = metric.partition(":")[2]
+            if kind and kind not in TRAFFIC_KINDS:
+                raise ValueError(
+                    f"unknown rule kind '{kind}' for {REJECTED_SHARE} (known: "
+                    f"{', '.join(TRAFFIC_KINDS)})"
+                )
+            return metric
         from driftgate.monitors.stattests import STATTESTS
 
         if metric not in STATTESTS:
             raise ValueError(
                 f"unknown statistic '{metric}' (known: {', '.join(sorted(STATTESTS))}, "
-                f"or {CONTRACT_PREFIX}<rule kind>)"
+                f"or {CONTRACT_PREFIX}<rule kind>, or a traffic metric: rejected_share, "
+                "rejected_share:<rule kind>, error_share, latency_p95)"
             )
         return metric
 
@@ -203,6 +220,16 @@ def check_monitors_against(
     for monitor in monitors:
         prefix = f"{where}monitor '{monitor.name}'"
         listed = [] if monitor.features == "all" else list(monitor.features)
+        if _is_traffic(monitor.metric):
+            fields = known + (list(contract.columns) if contract is not None else [])
+            if listed and not monitor.metric.startswith("rejected_share"):
+                problems.append(f"{prefix}: features: {monitor.metric} is per request; use all")
+            elif unknown := [f for f in listed if f not in fields]:
+                problems.append(
+                    f"{prefix}: features: not fields of the model or contract: "
+                    f"{', '.join(unknown)} (known: {', '.join(dict.fromkeys(fields))})"
+                )
+            continue
         if not monitor.metric.startswith(CONTRACT_PREFIX):
             unknown = [f for f in listed if f not in known]
             if unknown:
@@ -283,14 +310,22 @@ def drift_tests_of(monitors: list[Monitor]) -> dict[str, float]:
     cannot share one drift computation's decision; the caller runs one check per
     distinct decision (see :func:`group_by_threshold`).
     """
-    return {m.metric: m.threshold for m in monitors if not m.metric.startswith(CONTRACT_PREFIX)}
+    return {
+        m.metric: m.threshold
+        for m in monitors
+        if not m.metric.startswith(CONTRACT_PREFIX) and not _is_traffic(m.metric)
+    }
 
 
 def decision_options(monitors: list[Monitor], all_features: Iterable[str]) -> dict:
     """``check_drift`` keyword arguments deciding these monitors (one group of
     :func:`group_by_threshold`): thresholds, per-test levels and effect-size floors."""
     all_features = list(all_features)
-    drift = [m for m in monitors if not m.metric.startswith(CONTRACT_PREFIX)]
+    drift = [
+        m
+        for m in monitors
+        if not m.metric.startswith(CONTRACT_PREFIX) and not _is_traffic(m.metric)
+    ]
     levels = {
         m.metric: m.level(m.feature_count(all_features))
         for m in drift
@@ -312,7 +347,7 @@ def group_by_threshold(
     all_features = list(all_features)
     groups: list[list[Monitor]] = []
     for monitor in monitors:
-        if monitor.metric.startswith(CONTRACT_PREFIX):
+        if monitor.metric.startswith(CONTRACT_PREFIX) or _is_traffic(monitor.metric):
             continue
         key = _decision_key(monitor, monitor.feature_count(all_features))
         for group in groups:
@@ -327,14 +362,21 @@ def group_by_threshold(
     return groups
 
 
-def evaluate_monitor(monitor: Monitor, drift_report=None, contract_result=None) -> MonitorResult:
-    """Evaluate ``monitor`` on a window's drift report or contract result."""
+def evaluate_monitor(
+    monitor: Monitor, drift_report=None, contract_result=None, traffic=None
+) -> MonitorResult:
+    """Evaluate ``monitor`` on a window's drift report, contract result or traffic
+    counts (:class:`monitors.traffic.TrafficCounts`)."""
     base = {
         "monitor": monitor.name,
         "metric": monitor.metric,
         "action": monitor.action,
         "threshold": monitor.threshold,
     }
+    if _is_traffic(monitor.metric):
+        from driftgate.monitors.traffic import evaluate_traffic
+
+        return evaluate_traffic(monitor, traffic, base)
     if monitor.metric.startswith(CONTRACT_PREFIX):
         return _contract_monitor(monitor, contract_result, base)
     if drift_report is None:
@@ -403,6 +445,12 @@ def evaluate_monitor(monitor: Monitor, drift_report=None, contract_result=None) 
         bias_corrected=_largest(r.bias_corrected for r in evaluated),
         min_detectable=_largest(r.min_detectable for r in evaluated),
     )
+
+
+def _is_traffic(metric: str) -> bool:
+    from driftgate.monitors.traffic import is_traffic_metric
+
+    return is_traffic_metric(metric)
 
 
 def _largest(values) -> float | None:
