@@ -2,9 +2,11 @@
 
 One run, same machine, same registered model (the demo classifier):
 - `driftgate serve` (contract validation + prediction + durable group-commit logging of
-  every sample to SQLite, synchronous=FULL) vs `mlflow models serve --env-manager local`
-  (prediction only, no logging), both loaded from loopback by benchmarks/loadgen.py with
-  one record per request, for `--seconds` each;
+  every sample to SQLite, synchronous=FULL; also with a third of the requests refused by
+  the contract, their records logged as rejected traffic, and with that logging off)
+  vs `mlflow models serve --env-manager local` (prediction only, no logging), all
+  loaded from loopback by benchmarks/loadgen.py with one record per request, for
+  `--seconds` each;
 - the drift-check job (`judge_window`) on a window of `--window-rows` stored samples:
   contract (GX), drift statistics, MLflow run with the Evidently report.
 
@@ -54,7 +56,13 @@ def load(url: str, payloads: list[dict], seconds: float, concurrency: int) -> di
     from benchmarks.loadgen import run_load
 
     asyncio.run(run_load(url, payloads[:50], concurrency=concurrency, total=200))  # warm-up
-    return asyncio.run(run_load(url, payloads, concurrency=concurrency, duration=seconds)).summary()
+    result = asyncio.run(run_load(url, payloads, concurrency=concurrency, duration=seconds))
+    summary = result.summary()
+    # Answered requests: 200s and the contract's 422s (the refused traffic is traffic).
+    answered = sum(1 for status in result.statuses.values() if status in (200, 422))
+    summary["answered_per_second"] = round(answered / result.seconds, 1)
+    summary["refused"] = sum(1 for status in result.statuses.values() if status == 422)
+    return summary
 
 
 def main() -> None:
@@ -75,6 +83,11 @@ def main() -> None:
         (root / "driftgate.yaml").write_text(
             f"home: state\nserving:\n  port: {port_dg}\n  accept_client_timestamps: true\n"
         )
+        # The same project with rejected-record logging off (the peer of the mixed run).
+        (root / "driftgate-unlogged.yaml").write_text(
+            f"home: state\nserving:\n  port: {port_dg}\n  accept_client_timestamps: true\n"
+            "  log_rejected: false\n"
+        )
         config = load_config(root / "driftgate.yaml")
         outcome = run_training(config, on_epoch=None)
         version = outcome.registered.version
@@ -89,13 +102,35 @@ def main() -> None:
         bin_dir = str(Path(sys.executable).parent)
         env = {**os.environ, "MLFLOW_TRACKING_URI": config.tracking.uri,
                "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}"}  # fmt: skip
+        # Every third request refused by the contract (sea-level pressure out of range):
+        # the demo's production from 1982 on refuses about 40-70% of its days.
+        mixed = [
+            {"records": [{**r, "sea_level_pressure": 5.0} if i % 3 == 0 else r]}
+            for i, r in enumerate(rows)
+        ]
+
+        def serve(config_name: str) -> list[str]:
+            return [sys.executable, "-m", "driftgate.cli", "serve", "--port", str(port_dg),
+                    "--config", str(root / config_name)]  # fmt: skip
+
         servers = {
             "driftgate serve": (
-                [sys.executable, "-m", "driftgate.cli", "serve", "--port", str(port_dg),
-                 "--config", str(root / "driftgate.yaml")],
+                serve("driftgate.yaml"),
                 f"http://127.0.0.1:{port_dg}/readyz",
                 f"http://127.0.0.1:{port_dg}/predict",
                 [{"records": [r]} for r in rows],
+            ),
+            "driftgate 1/3 refused": (
+                serve("driftgate.yaml"),
+                f"http://127.0.0.1:{port_dg}/readyz",
+                f"http://127.0.0.1:{port_dg}/predict",
+                mixed,
+            ),
+            "  ...refused unlogged": (
+                serve("driftgate-unlogged.yaml"),
+                f"http://127.0.0.1:{port_dg}/readyz",
+                f"http://127.0.0.1:{port_dg}/predict",
+                mixed,
             ),
             "mlflow models serve": (
                 [str(Path(sys.executable).with_name("mlflow")), "models", "serve",
@@ -118,17 +153,28 @@ def main() -> None:
                 process.wait(timeout=30)
 
         print(f"\n{args.seconds:g} s per server, {args.concurrency} connections, 1 record/request")
-        print(f"{'server':<22}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}")
+        print(
+            f"{'server':<24}{'answered/s':>11}{'200/s':>9}{'422s':>7}{'p50 ms':>9}{'p99 ms':>9}"
+            f"{'errors':>8}"
+        )
         for name, summary in results.items():
             print(
-                f"{name:<22}{summary['requests_per_second']:>9.1f}{summary['p50_ms']:>9.2f}"
-                f"{summary['p99_ms']:>9.2f}{summary['errors']:>8}"
+                f"{name:<24}{summary['answered_per_second']:>11.1f}"
+                f"{summary['requests_per_second']:>9.1f}{summary['refused']:>7}"
+                f"{summary['p50_ms']:>9.2f}{summary['p99_ms']:>9.2f}{summary['errors']:>8}"
             )
         ours, peer = results["driftgate serve"], results["mlflow models serve"]
         ratio = ours["requests_per_second"] / peer["requests_per_second"]
         print(
             f"driftgate / mlflow throughput: {ratio:.2f}x "
             "(driftgate also validates and durably logs every sample)"
+        )
+        mixed_run, unlogged = results["driftgate 1/3 refused"], results["  ...refused unlogged"]
+        print(
+            "driftgate with 1/3 refused, refused records logged / mlflow (answered requests): "
+            f"{mixed_run['answered_per_second'] / peer['requests_per_second']:.2f}x; "
+            "logged / unlogged refused: "
+            f"{mixed_run['answered_per_second'] / unlogged['answered_per_second']:.2f}x"
         )
 
         # Drift-check wall time per window.
