@@ -50,13 +50,19 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def load(url: str, payloads: list[dict], seconds: float, concurrency: int) -> dict:
+def load(url: str, payloads: list[dict], seconds: float, concurrency: int, run: str) -> dict:
     # Run as a script, this folder is on sys.path but the repository root is not.
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from benchmarks.loadgen import run_load
 
-    asyncio.run(run_load(url, payloads[:50], concurrency=concurrency, total=200))  # warm-up
-    result = asyncio.run(run_load(url, payloads, concurrency=concurrency, duration=seconds))
+    # Request ids unique per run: the driftgate runs share one sample store, where a
+    # reused id is refused (409) and would count as a failed request.
+    asyncio.run(
+        run_load(url, payloads[:50], concurrency=concurrency, total=200, id_prefix=f"warm{run}")
+    )
+    result = asyncio.run(
+        run_load(url, payloads, concurrency=concurrency, duration=seconds, id_prefix=f"run{run}")
+    )
     summary = result.summary()
     # Answered requests: 200s and the contract's 422s (the refused traffic is traffic).
     answered = sum(1 for status in result.statuses.values() if status in (200, 422))
@@ -142,12 +148,12 @@ def main() -> None:
             ),
         }  # fmt: skip
         results = {}
-        for name, (command, ready, url, payloads) in servers.items():
+        for run, (name, (command, ready, url, payloads)) in enumerate(servers.items()):
             with open(root / f"{name.split()[0]}.log", "wb") as log:
                 process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
             try:
                 wait_ready(ready, process)
-                results[name] = load(url, payloads, args.seconds, args.concurrency)
+                results[name] = load(url, payloads, args.seconds, args.concurrency, str(run))
             finally:
                 process.terminate()
                 process.wait(timeout=30)
