@@ -63,7 +63,8 @@ class ServiceMetrics:
             registry=r,
         )  # fmt: skip
         self.samples_written = Counter(
-            "driftgate_samples_written", "Samples durably committed to the sample store.",
+            "driftgate_samples_written",
+            "Samples and rejected records durably committed to the sample store.",
             registry=r,
         )  # fmt: skip
         self.sample_write_errors = Counter(

@@ -176,7 +176,7 @@ class GroupCommitWriter:
         samples = [sample for pending in batch for sample in pending.samples]
         started = time.perf_counter()
         try:
-            self._append(samples)
+            written = self._append(samples)
         except DuplicateRequestIds as exc:
             for pending in batch:
                 if _is_duplicate(pending, exc.request_ids):
@@ -194,7 +194,9 @@ class GroupCommitWriter:
             for pending in batch:
                 _resolve(pending.future, exception=exc)
             return
-        self._on_commit(len(batch), len(samples), time.perf_counter() - started)
+        # Rows written (samples and rejected records; an overflow count is no row).
+        rows = written if isinstance(written, int) else len(samples)
+        self._on_commit(len(batch), rows, time.perf_counter() - started)
         for pending in batch:
             _resolve(pending.future, result=len(samples))
 

@@ -65,6 +65,8 @@ async def predict(request: Request, svc: Service):
             request_id,
             errors=[{"record": None, "field": "records", "reason": "too many records"}],
         )
+    if body.timestamp is not None and settings.accept_client_timestamps:
+        request.state.event_time = body.timestamp  # the requests log's event time (replays)
     pause = svc.pause.current()
     if pause.paused:
         metrics.paused_requests.inc()
@@ -83,8 +85,6 @@ async def predict(request: Request, svc: Service):
             request_id,
             errors=[{"record": None, "field": "timestamp", "reason": "not accepted"}],
         )
-    if body.timestamp is not None:
-        request.state.event_time = body.timestamp  # the requests log's event time
     large = len(body.records) > INLINE_RECORDS
     # An integer code sent for a text category is read as its text (see validation).
     body.records = model.checker.normalise(body.records)
