@@ -5,8 +5,9 @@ request's HTTP status and latency (as the metrics middleware measured it, the wh
 handler) go to ``driftgate_requests`` in the sample store. The row is written after
 the response is sent: a log row is evidence, not an acknowledgement, so it must not
 slow the answer. :class:`RequestLog` buffers rows in memory (bounded: beyond
-``max_buffered`` they are dropped and counted) and one thread writes them every
-``flush_seconds`` in one transaction. A killed process loses at most the last
+``max_buffered`` rows, or ``serving.requests_log_max_per_minute`` rows in a minute, they
+are dropped and counted) and one thread writes them every ``flush_seconds`` in one
+transaction. A killed process loses at most the last
 interval's rows; a store outage loses the rows of the outage (the readiness probe and
 the store watch report the outage itself).
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -34,11 +36,18 @@ class RequestLog:
         *,
         flush_seconds: float = 0.5,
         max_buffered: int = 100_000,
+        max_per_minute: int = 60_000,
         on_drop: Callable[[int], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._append = append
         self.flush_seconds = flush_seconds
         self.max_buffered = max_buffered
+        # A flood of requests must not fill the disk either: at most this many rows per
+        # wall-clock minute (the rest dropped and counted).
+        self.max_per_minute = max_per_minute
+        self._clock = clock
+        self._minute, self._this_minute = -1, 0
         self._buffer: deque[RequestRecord] = deque()
         self._on_drop = on_drop or (lambda count: None)
         self._stop = threading.Event()
@@ -49,9 +58,13 @@ class RequestLog:
 
     def add(self, status: int, seconds: float, event_time: datetime | None = None) -> None:
         """Queue one request's row (called on the event loop: no I/O here)."""
-        if len(self._buffer) >= self.max_buffered:
+        minute = int(self._clock() // 60)
+        if minute != self._minute:
+            self._minute, self._this_minute = minute, 0
+        if len(self._buffer) >= self.max_buffered or self._this_minute >= self.max_per_minute:
             self._on_drop(1)
             return
+        self._this_minute += 1
         self._buffer.append(RequestRecord(event_time or datetime.now(UTC), status, seconds))
 
     def flush(self) -> int:

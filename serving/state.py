@@ -135,7 +135,11 @@ def open_service(
     writer.start()
     requests = None
     if settings.log_requests:
-        requests = RequestLog(samples.append_requests, on_drop=metrics.request_log_dropped.inc)
+        requests = RequestLog(
+            samples.append_requests,
+            max_per_minute=settings.requests_log_max_per_minute,
+            on_drop=metrics.request_log_dropped.inc,
+        )
         requests.start()
     return ServiceState(
         settings=settings,

@@ -116,6 +116,13 @@ class ServingSettings(StrictModel):
         description="log each /predict request's status and latency in the sample store "
         "(the latency_p95 and error_share monitors)",
     )
+    requests_log_max_per_minute: int = Field(
+        60_000,
+        ge=0,
+        description="most requests-log rows written per minute and process; beyond it "
+        "rows are dropped and counted (driftgate_request_log_dropped), so a flood cannot "
+        "fill the disk",
+    )
     admin_token_env: str = Field(
         ADMIN_TOKEN_ENV, description="environment variable holding the admin bearer token"
     )

@@ -122,3 +122,22 @@ def test_rejected_records_are_stored_capped_counted_and_requests_logged(
     assert requests.count == 8 and requests.errors == 0
     assert now.errors >= 1 and now.count >= now.errors
     assert (requests.latencies > 0).all()
+
+
+def test_the_requests_log_is_capped_per_minute_and_counts_what_it_drops(tmp_path):
+    from driftgate.serving.requestlog import RequestLog
+
+    written, dropped, now = [], [], [0.0]
+    log = RequestLog(
+        lambda rows: written.extend(rows) or len(rows),
+        max_per_minute=3,
+        on_drop=dropped.append,
+        clock=lambda: now[0],
+    )
+    for _ in range(5):
+        log.add(200, 0.01)
+    now[0] = 61.0  # the next minute starts afresh
+    log.add(503, 0.02)
+    log.close()  # writes what is buffered
+    assert [r.status for r in written] == [200, 200, 200, 503]
+    assert sum(dropped) == 2
