@@ -2,8 +2,9 @@
 
 One run, same machine, same registered model (the demo classifier):
 - `driftgate serve` (contract validation + prediction + durable group-commit logging of
-  every sample to SQLite, synchronous=FULL; also with a third of the requests refused by
-  the contract, their records logged as rejected traffic, and with that logging off)
+  every sample to SQLite, synchronous=FULL; also without the requests log, and with a
+  third of the requests refused by the contract, their records logged as rejected
+  traffic, and with that logging off)
   vs `mlflow models serve --env-manager local` (prediction only, no logging), all
   loaded from loopback by benchmarks/loadgen.py with one record per request, for
   `--seconds` each;
@@ -89,6 +90,12 @@ def main() -> None:
         (root / "driftgate.yaml").write_text(
             f"home: state\nserving:\n  port: {port_dg}\n  accept_client_timestamps: true\n"
         )
+        # The same project without the requests log (status and latency per request,
+        # issue 16): the accepted path as it was before it.
+        (root / "driftgate-norequests.yaml").write_text(
+            f"home: state\nserving:\n  port: {port_dg}\n  accept_client_timestamps: true\n"
+            "  log_requests: false\n"
+        )
         # The same project with rejected-record logging off (the peer of the mixed run).
         (root / "driftgate-unlogged.yaml").write_text(
             f"home: state\nserving:\n  port: {port_dg}\n  accept_client_timestamps: true\n"
@@ -122,6 +129,12 @@ def main() -> None:
         servers = {
             "driftgate serve": (
                 serve("driftgate.yaml"),
+                f"http://127.0.0.1:{port_dg}/readyz",
+                f"http://127.0.0.1:{port_dg}/predict",
+                [{"records": [r]} for r in rows],
+            ),
+            "  ...no requests log": (
+                serve("driftgate-norequests.yaml"),
                 f"http://127.0.0.1:{port_dg}/readyz",
                 f"http://127.0.0.1:{port_dg}/predict",
                 [{"records": [r]} for r in rows],
@@ -174,6 +187,11 @@ def main() -> None:
         print(
             f"driftgate / mlflow throughput: {ratio:.2f}x "
             "(driftgate also validates and durably logs every sample)"
+        )
+        bare = results["  ...no requests log"]
+        print(
+            "driftgate with / without the requests log: "
+            f"{ours['requests_per_second'] / bare['requests_per_second']:.2f}x"
         )
         mixed_run, unlogged = results["driftgate 1/3 refused"], results["  ...refused unlogged"]
         print(

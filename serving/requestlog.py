@@ -34,7 +34,7 @@ class RequestLog:
         self,
         append: Callable[[Sequence[RequestRecord]], int],
         *,
-        flush_seconds: float = 0.5,
+        flush_seconds: float = 1.0,
         max_buffered: int = 100_000,
         max_per_minute: int = 60_000,
         on_drop: Callable[[int], None] | None = None,
@@ -67,11 +67,24 @@ class RequestLog:
         self._this_minute += 1
         self._buffer.append(RequestRecord(event_time or datetime.now(UTC), status, seconds))
 
+    def drain(self, limit: int = 10_000) -> list[RequestRecord]:
+        """Take up to ``limit`` buffered rows (the sample writer commits them with its
+        next batch: no transaction, no fsync of their own)."""
+        rows = []
+        while self._buffer and len(rows) < limit:
+            rows.append(self._buffer.popleft())
+        return rows
+
+    def give_back(self, rows: Sequence[RequestRecord]) -> None:
+        """Rows whose batch failed: buffered again (up to the bound; the rest counted)."""
+        room = max(0, self.max_buffered - len(self._buffer))
+        self._buffer.extendleft(reversed(rows[:room]))
+        if len(rows) > room:
+            self._on_drop(len(rows) - room)
+
     def flush(self) -> int:
         """Write what is buffered now; the rows of a failed write are dropped and counted."""
-        rows = []
-        while self._buffer and len(rows) < 10_000:
-            rows.append(self._buffer.popleft())
+        rows = self.drain()
         if not rows:
             return 0
         try:

@@ -124,15 +124,6 @@ def open_service(
     watch = StoreWatch(samples, control)
     watch.start()  # before the first request: readiness is known from the start
 
-    writer = GroupCommitWriter(
-        lambda batch: samples.append(batch, refuse_known_request_ids=True),
-        max_batch_samples=settings.batch_max_samples,
-        max_wait_seconds=settings.batch_max_wait_ms / 1000,
-        max_pending_requests=settings.max_pending_requests,
-        on_commit=metrics.record_commit,
-        on_error=lambda exc: metrics.sample_write_errors.inc(),
-    )
-    writer.start()
     requests = None
     if settings.log_requests:
         requests = RequestLog(
@@ -140,6 +131,27 @@ def open_service(
             max_per_minute=settings.requests_log_max_per_minute,
             on_drop=metrics.request_log_dropped.inc,
         )
+
+    def append(batch: list) -> int:
+        # The requests log rides with the batch (one transaction, one fsync).
+        logged = requests.drain() if requests is not None else []
+        try:
+            return samples.append([*batch, *logged], refuse_known_request_ids=True)
+        except Exception:
+            if logged:
+                requests.give_back(logged)
+            raise
+
+    writer = GroupCommitWriter(
+        append,
+        max_batch_samples=settings.batch_max_samples,
+        max_wait_seconds=settings.batch_max_wait_ms / 1000,
+        max_pending_requests=settings.max_pending_requests,
+        on_commit=metrics.record_commit,
+        on_error=lambda exc: metrics.sample_write_errors.inc(),
+    )
+    writer.start()
+    if requests is not None:
         requests.start()
     return ServiceState(
         settings=settings,

@@ -1337,10 +1337,12 @@ def _rejected_rows(store: SqlSampleStore, rejected: Sequence[RejectedSample]) ->
 
 
 def _insert_traffic(store: SqlSampleStore, connection: Connection, prepared: dict) -> None:
-    """Insert the rejected rows and add the overflow counts (one transaction with the
-    batch's samples)."""
+    """Insert the rejected rows and request rows and add the overflow counts (one
+    transaction with the batch's samples)."""
     if prepared["rejected"]:
         connection.execute(rejected_table.insert(), prepared["rejected"])
+    if prepared["requests"]:  # the requests log rides with the batch: no commit of its own
+        connection.execute(requests_table.insert(), prepared["requests"])
     if prepared["overflow"]:
         insert = (postgresql.insert if store.dialect == "postgresql" else sqlite.insert)(
             rejected_overflow_table
@@ -1354,28 +1356,35 @@ def _insert_traffic(store: SqlSampleStore, connection: Connection, prepared: dic
 
 
 def _split_batch(store: SqlSampleStore, batch: Sequence) -> tuple[list[Sample], dict]:
-    """The accepted samples of a writer batch, and its rejected rows and overflow."""
-    accepted, rejected, overflow = [], [], {}
+    """The accepted samples of a writer batch, and its rejected rows, overflow counts
+    and request rows."""
+    accepted, rejected, overflow, requests = [], [], {}, []
     for item in batch:
         if isinstance(item, RejectedSample):
             rejected.append(item)
+        elif isinstance(item, RequestRecord):
+            requests.append(item)
         elif isinstance(item, RejectedOverflow):
             for minute, count in item.counts.items():
                 overflow[minute] = overflow.get(minute, 0) + int(count)
         else:
             accepted.append(item)
     return accepted, {"rejected": _rejected_rows(store, rejected) if rejected else [],
-                      "overflow": overflow}  # fmt: skip
+                      "overflow": overflow, "requests": _request_rows(requests)}  # fmt: skip
+
+
+def _request_rows(records: Sequence[RequestRecord]) -> list[dict]:
+    return [
+        {"ts_us": _storable_us(r.timestamp), "status": int(r.status),
+         "latency_s": float(r.latency_s)}
+        for r in records
+    ]  # fmt: skip
 
 
 def _append_requests(store: SqlSampleStore, records: Sequence[RequestRecord]) -> int:
     if not records:
         return 0
-    rows = [
-        {"ts_us": _storable_us(r.timestamp), "status": int(r.status),
-         "latency_s": float(r.latency_s)}
-        for r in records
-    ]  # fmt: skip
+    rows = _request_rows(records)
     with write_transaction(store.engine) as connection:
         connection.execute(requests_table.insert(), rows)
     return len(rows)

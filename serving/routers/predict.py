@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from datetime import UTC, datetime
 
@@ -226,13 +227,15 @@ async def _store_rejected(svc, model: LoadedModel, body, request_id: str, broken
     received = datetime.now(UTC)
     timestamp = body.timestamp or received
     granted = budget.take(len(body.records), minute_of(timestamp))
-    items: list = rejected_samples(
-        model, body.records, broken, request_id=request_id, timestamp=timestamp,
-        received=received, sample_fraction=fraction, limit=granted,
+    if granted < len(body.records):  # counted as the cap drops them, stored or not
+        metrics.rejected_overflow_records.inc(len(body.records) - granted)
+    build = functools.partial(
+        rejected_samples, model, body.records, broken, request_id=request_id,
+        timestamp=timestamp, received=received, sample_fraction=fraction, limit=granted,
     )  # fmt: skip
+    items: list = await run_in_threadpool(build) if granted > INLINE_RECORDS else build()
     overflow = budget.drain_overflow()
     if overflow:
-        metrics.rejected_overflow_records.inc(sum(overflow.values()))
         items.append(overflow_item(request_id, overflow))
     if not items:
         return False

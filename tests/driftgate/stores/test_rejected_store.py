@@ -95,3 +95,12 @@ def test_requests_log_and_retention_of_every_traffic_table(store_url):
     assert store.rejected_stats(*everything).rows == 1
     assert store.rejected_stats(*everything).overflow == 5
     assert store.request_stats(*everything).count == 2
+
+
+def test_request_rows_ride_with_a_batch_in_its_transaction(store_url):
+    store = SqlSampleStore(store_url)
+    assert store.append([accepted("ok"), RequestRecord(T0, 200, 0.01)]) == 1  # rows, not logs
+    with pytest.raises(DuplicateRequestIds):
+        store.append([accepted("ok"), RequestRecord(T0, 200, 0.02)], refuse_known_request_ids=True)
+    stats = store.request_stats(*WINDOW)
+    assert stats.count == 1 and stats.latencies.tolist() == [0.01]  # the refused batch: none
