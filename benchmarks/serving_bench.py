@@ -4,9 +4,12 @@ One run, same machine, same registered model (the demo classifier, gated with th
 demo's gates.yaml, whose export_parity logs its ONNX export):
 - `driftgate serve` on `serving.backend: pyfunc` and on `onnxruntime` (contract
   validation + prediction + durable group-commit logging of every sample to SQLite,
-  synchronous=FULL) vs `mlflow models serve --env-manager local` (prediction only, no
-  logging), all loaded from loopback by benchmarks/loadgen.py with one record per
-  request, for `--seconds` each;
+  synchronous=FULL; also without the requests log, and with a third of the requests
+  refused by the contract, their records logged as rejected traffic, and with that
+  logging off)
+  vs `mlflow models serve --env-manager local` (prediction only, no logging), all
+  loaded from loopback by benchmarks/loadgen.py with one record per request, for
+  `--seconds` each;
 - the drift-check job (`judge_window`) on a window of `--window-rows` stored samples:
   contract (GX), drift statistics, MLflow run with the Evidently report.
 
@@ -50,13 +53,25 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def load(url: str, payloads: list[dict], seconds: float, concurrency: int) -> dict:
+def load(url: str, payloads: list[dict], seconds: float, concurrency: int, run: str) -> dict:
     # Run as a script, this folder is on sys.path but the repository root is not.
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from benchmarks.loadgen import run_load
 
-    asyncio.run(run_load(url, payloads[:50], concurrency=concurrency, total=200))  # warm-up
-    return asyncio.run(run_load(url, payloads, concurrency=concurrency, duration=seconds)).summary()
+    # Request ids unique per run: the driftgate runs share one sample store, where a
+    # reused id is refused (409) and would count as a failed request.
+    asyncio.run(
+        run_load(url, payloads[:50], concurrency=concurrency, total=200, id_prefix=f"warm{run}")
+    )
+    result = asyncio.run(
+        run_load(url, payloads, concurrency=concurrency, duration=seconds, id_prefix=f"run{run}")
+    )
+    summary = result.summary()
+    # Answered requests: 200s and the contract's 422s (the refused traffic is traffic).
+    answered = sum(1 for status in result.statuses.values() if status in (200, 422))
+    summary["answered_per_second"] = round(answered / result.seconds, 1)
+    summary["refused"] = sum(1 for status in result.statuses.values() if status == 422)
+    return summary
 
 
 def main() -> None:
@@ -73,14 +88,26 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
-        port_dg, port_onnx, port_ml = free_port(), free_port(), free_port()
-        for name, port, backend in (("driftgate", port_dg, "pyfunc"),
-                                    ("onnx", port_onnx, "onnxruntime")):  # fmt: skip
-            (root / f"{name}.yaml").write_text(
-                f"home: state\nserving:\n  port: {port}\n  accept_client_timestamps: true\n"
-                f"  backend: {backend}\n"
-                f"  sample_store_url: sqlite:///{root / 'state' / f'{name}-samples.db'}\n"
-            )
+        port_dg, port_ml = free_port(), free_port()
+        (root / "driftgate.yaml").write_text(
+            f"home: state\nserving:\n  port: {port_dg}\n  accept_client_timestamps: true\n"
+        )
+        # The same project without the requests log (status and latency per request,
+        # issue 16): the accepted path as it was before it.
+        (root / "driftgate-norequests.yaml").write_text(
+            f"home: state\nserving:\n  port: {port_dg}\n  accept_client_timestamps: true\n"
+            "  log_requests: false\n"
+        )
+        # The same project on the ONNX Runtime backend (the gate's exports/model.onnx).
+        (root / "driftgate-onnx.yaml").write_text(
+            f"home: state\nserving:\n  port: {port_dg}\n  accept_client_timestamps: true\n"
+            "  backend: onnxruntime\n"
+        )
+        # The same project with rejected-record logging off (the peer of the mixed run).
+        (root / "driftgate-unlogged.yaml").write_text(
+            f"home: state\nserving:\n  port: {port_dg}\n  accept_client_timestamps: true\n"
+            "  log_rejected: false\n"
+        )
         config = load_config(root / "driftgate.yaml")
         outcome = run_training(config, on_epoch=None)
         version = outcome.registered.version
@@ -97,17 +124,48 @@ def main() -> None:
         bin_dir = str(Path(sys.executable).parent)
         env = {**os.environ, "MLFLOW_TRACKING_URI": config.tracking.uri,
                "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}"}  # fmt: skip
+        # Every third request refused by the contract (sea-level pressure out of range):
+        # the demo's production from 1982 on refuses about 40-70% of its days.
+        mixed = [
+            {"records": [{**r, "sea_level_pressure": 5.0} if i % 3 == 0 else r]}
+            for i, r in enumerate(rows)
+        ]
+
+        def serve(config_name: str) -> list[str]:
+            return [sys.executable, "-m", "driftgate.cli", "serve", "--port", str(port_dg),
+                    "--config", str(root / config_name)]  # fmt: skip
+
         servers = {
-            f"driftgate serve {backend}": (
-                [sys.executable, "-m", "driftgate.cli", "serve", "--port", str(port),
-                 "--config", str(root / f"{name}.yaml")],
-                f"http://127.0.0.1:{port}/readyz",
-                f"http://127.0.0.1:{port}/predict",
+            "driftgate serve": (
+                serve("driftgate.yaml"),
+                f"http://127.0.0.1:{port_dg}/readyz",
+                f"http://127.0.0.1:{port_dg}/predict",
                 [{"records": [r]} for r in rows],
-            )
-            for name, port, backend in (("driftgate", port_dg, "pyfunc"),
-                                        ("onnx", port_onnx, "onnxruntime"))
-        } | {
+            ),
+            "driftgate onnxruntime": (
+                serve("driftgate-onnx.yaml"),
+                f"http://127.0.0.1:{port_dg}/readyz",
+                f"http://127.0.0.1:{port_dg}/predict",
+                [{"records": [r]} for r in rows],
+            ),
+            "  ...no requests log": (
+                serve("driftgate-norequests.yaml"),
+                f"http://127.0.0.1:{port_dg}/readyz",
+                f"http://127.0.0.1:{port_dg}/predict",
+                [{"records": [r]} for r in rows],
+            ),
+            "driftgate 1/3 refused": (
+                serve("driftgate.yaml"),
+                f"http://127.0.0.1:{port_dg}/readyz",
+                f"http://127.0.0.1:{port_dg}/predict",
+                mixed,
+            ),
+            "  ...refused unlogged": (
+                serve("driftgate-unlogged.yaml"),
+                f"http://127.0.0.1:{port_dg}/readyz",
+                f"http://127.0.0.1:{port_dg}/predict",
+                mixed,
+            ),
             "mlflow models serve": (
                 [str(Path(sys.executable).with_name("mlflow")), "models", "serve",
                  "-m", f"models:/{config.model.name}/{version}", "--env-manager", "local",
@@ -118,30 +176,50 @@ def main() -> None:
             ),
         }  # fmt: skip
         results = {}
-        for name, (command, ready, url, payloads) in servers.items():
-            with open(root / f"{name.replace(' ', '-')}.log", "wb") as log:
+        for run, (name, (command, ready, url, payloads)) in enumerate(servers.items()):
+            with open(root / f"{name.split()[0]}.log", "wb") as log:
                 process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
             try:
                 wait_ready(ready, process)
-                results[name] = load(url, payloads, args.seconds, args.concurrency)
+                results[name] = load(url, payloads, args.seconds, args.concurrency, str(run))
             finally:
                 process.terminate()
                 process.wait(timeout=30)
 
         print(f"\n{args.seconds:g} s per server, {args.concurrency} connections, 1 record/request")
-        print(f"{'server':<34}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}")
+        print(
+            f"{'server':<24}{'answered/s':>11}{'200/s':>9}{'422s':>7}{'p50 ms':>9}{'p99 ms':>9}"
+            f"{'errors':>8}"
+        )
         for name, summary in results.items():
             print(
-                f"{name:<34}{summary['requests_per_second']:>9.1f}{summary['p50_ms']:>9.2f}"
-                f"{summary['p99_ms']:>9.2f}{summary['errors']:>8}"
+                f"{name:<24}{summary['answered_per_second']:>11.1f}"
+                f"{summary['requests_per_second']:>9.1f}{summary['refused']:>7}"
+                f"{summary['p50_ms']:>9.2f}{summary['p99_ms']:>9.2f}{summary['errors']:>8}"
             )
-        peer = results["mlflow models serve"]["requests_per_second"]
-        for backend in ("pyfunc", "onnxruntime"):
-            ratio = results[f"driftgate serve {backend}"]["requests_per_second"] / peer
-            print(
-                f"driftgate ({backend}) / mlflow throughput: {ratio:.2f}x "
-                "(driftgate also validates and durably logs every sample)"
-            )
+        ours, peer = results["driftgate serve"], results["mlflow models serve"]
+        ratio = ours["requests_per_second"] / peer["requests_per_second"]
+        print(
+            f"driftgate / mlflow throughput: {ratio:.2f}x "
+            "(driftgate also validates and durably logs every sample)"
+        )
+        onnx = results["driftgate onnxruntime"]["requests_per_second"]
+        print(
+            "driftgate (onnxruntime) / mlflow throughput: "
+            f"{onnx / peer['requests_per_second']:.2f}x"
+        )
+        bare = results["  ...no requests log"]
+        print(
+            "driftgate with / without the requests log: "
+            f"{ours['requests_per_second'] / bare['requests_per_second']:.2f}x"
+        )
+        mixed_run, unlogged = results["driftgate 1/3 refused"], results["  ...refused unlogged"]
+        print(
+            "driftgate with 1/3 refused, refused records logged / mlflow (answered requests): "
+            f"{mixed_run['answered_per_second'] / peer['requests_per_second']:.2f}x; "
+            "logged / unlogged refused: "
+            f"{mixed_run['answered_per_second'] / unlogged['answered_per_second']:.2f}x"
+        )
 
         # Drift-check wall time per window.
         from datetime import UTC, datetime, timedelta

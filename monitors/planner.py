@@ -151,6 +151,7 @@ def _min_rows(metric, features, monitor, level) -> int | None:
 def plan_monitor(monitor: Monitor, profile, rows_per_window: int, within: int = 12) -> MonitorPlan:
     """The figures and warnings of one monitor at ``rows_per_window`` (module docstring)."""
     from driftgate.monitors.budget import checks_in
+    from driftgate.monitors.traffic import is_traffic_metric
 
     metric = monitor.metric
     month = checks_in(monitor.schedule, timedelta(days=MONTH_DAYS))
@@ -170,8 +171,13 @@ def plan_monitor(monitor: Monitor, profile, rows_per_window: int, within: int = 
         smallest_shift=None,
         shift_units=units,
     )
-    if metric.startswith(CONTRACT_PREFIX) or is_output_metric(metric) or is_performance(metric):
-        return plan  # outputs and performance: judged on the model's outputs and labels
+    if (
+        metric.startswith(CONTRACT_PREFIX)
+        or is_output_metric(metric)
+        or is_performance(metric)
+        or is_traffic_metric(metric)
+    ):
+        return plan  # judged on outputs, labels or traffic counts: no per-feature figures
     features = _features(monitor, profile)
     level = monitor.level(len(features))
     old = _old_rule_rate(metric, features, rows_per_window, monitor.threshold)

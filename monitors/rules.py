@@ -105,8 +105,10 @@ def is_performance(metric: str) -> bool:
 
 def is_stattest_metric(metric: str) -> bool:
     """True for a drift statistic on the features (``ks``, ``kl``, ...): a metric with no
-    ``name:argument`` form and not judged on the outputs."""
-    return split_metric(metric)[1] is None and not is_output_metric(metric)
+    ``name:argument`` form, not judged on the outputs nor on the traffic counts."""
+    return (
+        split_metric(metric)[1] is None and not is_output_metric(metric) and not _is_traffic(metric)
+    )
 
 
 def validate_cron(schedule: str) -> str:
@@ -156,6 +158,12 @@ class Monitor(StrictModel):
         "(default: the test's own, ks D >= 0.05, chi2 V >= 0.1); distance tests: the "
         "threshold is the floor",
     )
+    population: Literal["accepted", "all"] = Field(
+        "accepted",
+        description="drift statistics: the accepted samples only, or every received "
+        "record, the refused ones included (issue 16), so a shift the contract refuses "
+        "shows as drift too",
+    )
     calibrated: bool = Field(
         True,
         description="breach only when the value is over the threshold AND significant at "
@@ -195,13 +203,24 @@ class Monitor(StrictModel):
                     f"(known: {', '.join(ESTIMATED_METRICS)})"
                 )
             return metric
+        from driftgate.monitors.traffic import REJECTED_SHARE, TRAFFIC_KINDS, is_traffic_metric
+
+        if is_traffic_metric(metric):
+            kind = metric.partition(":")[2]
+            if kind and kind not in TRAFFIC_KINDS:
+                raise ValueError(
+                    f"unknown rule kind '{kind}' for {REJECTED_SHARE} (known: "
+                    f"{', '.join(TRAFFIC_KINDS)})"
+                )
+            return metric
         from driftgate.monitors.stattests import STATTESTS
 
         if metric not in STATTESTS:
             raise ValueError(
                 f"unknown statistic '{metric}' (known: {', '.join(sorted(STATTESTS))}, "
                 f"or {CONTRACT_PREFIX}<rule kind>, {PREDICTION_DRIFT}, "
-                f"{PERFORMANCE_ESTIMATE}:<metric>)"
+                f"{PERFORMANCE_ESTIMATE}:<metric>, performance:<metric>, or a traffic "
+                "metric: rejected_share, rejected_share:<rule kind>, error_share, latency_p95)"
             )
         return metric
 
@@ -286,6 +305,16 @@ def check_monitors_against(
                 problems.append(
                     f"{prefix}: features: a performance monitor judges the model's output, "
                     "not features; leave features out"
+                )
+            continue
+        if _is_traffic(monitor.metric):
+            fields = known + (list(contract.columns) if contract is not None else [])
+            if listed and not monitor.metric.startswith("rejected_share"):
+                problems.append(f"{prefix}: features: {monitor.metric} is per request; use all")
+            elif unknown := [f for f in listed if f not in fields]:
+                problems.append(
+                    f"{prefix}: features: not fields of the model or contract: "
+                    f"{', '.join(unknown)} (known: {', '.join(dict.fromkeys(fields))})"
                 )
             continue
         if not monitor.metric.startswith(CONTRACT_PREFIX):
@@ -424,14 +453,21 @@ def group_by_threshold(
     return groups
 
 
-def evaluate_monitor(monitor: Monitor, drift_report=None, contract_result=None) -> MonitorResult:
-    """Evaluate ``monitor`` on a window's drift report or contract result."""
+def evaluate_monitor(
+    monitor: Monitor, drift_report=None, contract_result=None, traffic=None
+) -> MonitorResult:
+    """Evaluate ``monitor`` on a window's drift report, contract result or traffic
+    counts (:class:`monitors.traffic.TrafficCounts`)."""
     base = {
         "monitor": monitor.name,
         "metric": monitor.metric,
         "action": monitor.action,
         "threshold": monitor.threshold,
     }
+    if _is_traffic(monitor.metric):
+        from driftgate.monitors.traffic import evaluate_traffic
+
+        return evaluate_traffic(monitor, traffic, base)
     if monitor.metric.startswith(CONTRACT_PREFIX):
         return _contract_monitor(monitor, contract_result, base)
     if is_performance(monitor.metric):
@@ -509,6 +545,12 @@ def evaluate_monitor(monitor: Monitor, drift_report=None, contract_result=None) 
         bias_corrected=_largest(r.bias_corrected for r in evaluated),
         min_detectable=_largest(r.min_detectable for r in evaluated),
     )
+
+
+def _is_traffic(metric: str) -> bool:
+    from driftgate.monitors.traffic import is_traffic_metric
+
+    return is_traffic_metric(metric)
 
 
 def _largest(values) -> float | None:

@@ -91,7 +91,15 @@ def create_app(config: ProjectConfig, settings: ServingSettings | None = None) -
     app.add_middleware(predict.PredictFastPath, exception_handlers=app.exception_handlers)
     # Inside the metrics middleware, so that refused bodies are counted too.
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes, refuse=too_large)
-    app.add_middleware(MetricsMiddleware, metrics=metrics)
+
+    def log_request(path: str, status: int, seconds: float, scope: dict) -> None:
+        service = getattr(app.state, "service", None)
+        if path == "/predict" and service is not None and service.requests is not None:
+            # The handler leaves the request's event time in its state (replays).
+            event_time = (scope.get("state") or {}).get("event_time")
+            service.requests.add(status, seconds, event_time)
+
+    app.add_middleware(MetricsMiddleware, metrics=metrics, on_request=log_request)
     _add_error_handlers(app, metrics)
     for router in (predict.router, health.router, admin.router, feedback.router):
         app.include_router(router)

@@ -63,7 +63,8 @@ class ServiceMetrics:
             registry=r,
         )  # fmt: skip
         self.samples_written = Counter(
-            "driftgate_samples_written", "Samples durably committed to the sample store.",
+            "driftgate_samples_written",
+            "Samples and rejected records durably committed to the sample store.",
             registry=r,
         )  # fmt: skip
         self.sample_write_errors = Counter(
@@ -83,6 +84,25 @@ class ServiceMetrics:
         )  # fmt: skip
         self.model_reloads = Counter(
             "driftgate_model_reloads", "Champion load attempts by outcome.", ["outcome"],
+            registry=r,
+        )  # fmt: skip
+        self.rejected_records = Counter(
+            "driftgate_rejected_records",
+            "Refused (422) records durably stored as rejected traffic.", registry=r,
+        )  # fmt: skip
+        self.rejected_overflow_records = Counter(
+            "driftgate_rejected_overflow_records",
+            "Refused records not stored because of serving.rejected_max_per_minute "
+            "(counted in the store too).", registry=r,
+        )  # fmt: skip
+        self.rejected_unstored_records = Counter(
+            "driftgate_rejected_unstored_records",
+            "Refused records whose storing failed (the store could not take them).",
+            registry=r,
+        )  # fmt: skip
+        self.request_log_dropped = Counter(
+            "driftgate_request_log_dropped",
+            "Request log rows (status, latency) lost: buffer full or write failed.",
             registry=r,
         )  # fmt: skip
         self.model_version = Gauge(
@@ -106,9 +126,11 @@ class MetricsMiddleware:
     stream per request on the hot path.
     """
 
-    def __init__(self, app, metrics: ServiceMetrics) -> None:
+    def __init__(self, app, metrics: ServiceMetrics, on_request=None) -> None:
         self.app = app
         self.metrics = metrics
+        # Called with (path, status, seconds, scope) after each response (the requests log).
+        self.on_request = on_request
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -127,4 +149,7 @@ class MetricsMiddleware:
             await self.app(scope, receive, send_and_capture)
         finally:
             self.metrics.requests.labels(path, str(status["code"])).inc()
-            self.metrics.latency.labels(path).observe(time.perf_counter() - started)
+            elapsed = time.perf_counter() - started
+            self.metrics.latency.labels(path).observe(elapsed)
+            if self.on_request is not None:
+                self.on_request(path, status["code"], elapsed, scope)

@@ -12,6 +12,8 @@ from driftgate.config.serving import ServingSettings
 from driftgate.serving.champion import ChampionWatcher, freeze_long_lived
 from driftgate.serving.metrics import ServiceMetrics
 from driftgate.serving.pause import PauseSwitchView
+from driftgate.serving.rejected import RejectedBudget
+from driftgate.serving.requestlog import RequestLog
 from driftgate.serving.storewatch import StoreWatch
 from driftgate.serving.validation import build_checker
 from driftgate.serving.writer import GroupCommitWriter
@@ -37,6 +39,9 @@ class ServiceState:
     watch: StoreWatch
     admin_token: str | None
     labels: LabelStore | None = None  # delayed labels, in the sample store's database
+    # Rejected traffic and the requests log (issue 16); None when switched off.
+    rejected_budget: RejectedBudget | None = None
+    requests: RequestLog | None = None
 
 
 def liveness_problems(svc: ServiceState) -> list[str]:
@@ -123,8 +128,26 @@ def open_service(
     watch = StoreWatch(samples, control)
     watch.start()  # before the first request: readiness is known from the start
 
+    requests = None
+    if settings.log_requests:
+        requests = RequestLog(
+            samples.append_requests,
+            max_per_minute=settings.requests_log_max_per_minute,
+            on_drop=metrics.request_log_dropped.inc,
+        )
+
+    def append(batch: list) -> int:
+        # The requests log rides with the batch (one transaction, one fsync).
+        logged = requests.drain() if requests is not None else []
+        try:
+            return samples.append([*batch, *logged], refuse_known_request_ids=True)
+        except Exception:
+            if logged:
+                requests.give_back(logged)
+            raise
+
     writer = GroupCommitWriter(
-        lambda batch: samples.append(batch, refuse_known_request_ids=True),
+        append,
         max_batch_samples=settings.batch_max_samples,
         max_wait_seconds=settings.batch_max_wait_ms / 1000,
         max_pending_requests=settings.max_pending_requests,
@@ -132,6 +155,8 @@ def open_service(
         on_error=lambda exc: metrics.sample_write_errors.inc(),
     )
     writer.start()
+    if requests is not None:
+        requests.start()
     freeze_long_lived()  # after the stores' first connections: see the function
     return ServiceState(
         settings=settings,
@@ -145,6 +170,10 @@ def open_service(
         watch=watch,
         admin_token=admin_token(settings),
         labels=labels,
+        rejected_budget=(
+            RejectedBudget(settings.rejected_max_per_minute) if settings.log_rejected else None
+        ),
+        requests=requests,
     )
 
 
@@ -154,6 +183,8 @@ def close_service(state: ServiceState) -> None:
     state.pause.stop()
     state.watch.stop()
     state.writer.close()
+    if state.requests is not None:
+        state.requests.close()
     state.samples.close()
     state.control.close()
     if state.labels is not None:

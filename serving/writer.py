@@ -176,15 +176,15 @@ class GroupCommitWriter:
         samples = [sample for pending in batch for sample in pending.samples]
         started = time.perf_counter()
         try:
-            self._append(samples)
+            written = self._append(samples)
         except DuplicateRequestIds as exc:
             for pending in batch:
-                if pending.samples[0].request_id in exc.request_ids:
+                if _is_duplicate(pending, exc.request_ids):
                     _resolve(
                         pending.future,
                         exception=DuplicateRequestIds({pending.samples[0].request_id}),
                     )
-            rest = [p for p in batch if p.samples[0].request_id not in exc.request_ids]
+            rest = [p for p in batch if not _is_duplicate(p, exc.request_ids)]
             self._commit(rest)
             return
         except Exception as exc:
@@ -194,7 +194,9 @@ class GroupCommitWriter:
             for pending in batch:
                 _resolve(pending.future, exception=exc)
             return
-        self._on_commit(len(batch), len(samples), time.perf_counter() - started)
+        # Rows written (samples and rejected records; an overflow count is no row).
+        rows = written if isinstance(written, int) else len(samples)
+        self._on_commit(len(batch), rows, time.perf_counter() - started)
         for pending in batch:
             _resolve(pending.future, result=len(samples))
 
@@ -209,6 +211,9 @@ def _unique_ids(batch: list[_Pending]) -> list[_Pending]:
     seen: set[str] = set()
     kept = []
     for pending in batch:
+        if not _is_accepted(pending):  # rejected traffic: ids need not be unique
+            kept.append(pending)
+            continue
         request_id = pending.samples[0].request_id if pending.samples else None
         if request_id in seen:
             _resolve(pending.future, exception=DuplicateRequestIds({request_id}))
@@ -216,6 +221,15 @@ def _unique_ids(batch: list[_Pending]) -> list[_Pending]:
         seen.add(request_id)
         kept.append(pending)
     return kept
+
+
+def _is_accepted(pending: _Pending) -> bool:
+    """Scored samples (unique request ids), not rejected records or overflow counts."""
+    return bool(pending.samples) and isinstance(pending.samples[0], Sample)
+
+
+def _is_duplicate(pending: _Pending, known: set[str]) -> bool:
+    return _is_accepted(pending) and pending.samples[0].request_id in known
 
 
 def _resolve(future: Future, *, result=None, exception: BaseException | None = None) -> None:

@@ -110,6 +110,31 @@ class ServingSettings(StrictModel):
         description="samples older than this (event time, e.g. 30d) are removed by "
         "`driftgate samples purge` / the sample-retention deployment; unset: kept",
     )
+    log_rejected: bool = Field(
+        True,
+        description="store the records refused with 422 (contract or model rules) in the "
+        "sample store, marked rejected with the rule and field, never scored; the 422 is "
+        "sent once they are durable (issue 16: rejected traffic is traffic)",
+    )
+    rejected_max_per_minute: int = Field(
+        6_000,
+        ge=0,
+        description="most rejected records one service process stores per minute; beyond "
+        "it they are counted (per minute, in the store and on /metrics), not stored, so a "
+        "flood of junk cannot fill the disk",
+    )
+    log_requests: bool = Field(
+        True,
+        description="log each /predict request's status and latency in the sample store "
+        "(the latency_p95 and error_share monitors)",
+    )
+    requests_log_max_per_minute: int = Field(
+        60_000,
+        ge=0,
+        description="most requests-log rows written per minute and process; beyond it "
+        "rows are dropped and counted (driftgate_request_log_dropped), so a flood cannot "
+        "fill the disk",
+    )
     admin_token_env: str = Field(
         ADMIN_TOKEN_ENV, description="environment variable holding the admin bearer token"
     )

@@ -58,6 +58,7 @@ from driftgate.monitors.rules import (
     parse_duration,
     split_metric,
 )
+from driftgate.monitors.traffic import is_traffic_metric
 from driftgate.stores.factories import (
     control_store,
     monitor_state_store,
@@ -264,6 +265,9 @@ class WindowSamples:
     lease_id: str | None = None
     stream: bool = False  # True: summarise reads every row from the store in chunks
     chunk_rows: int = 0
+    # Rejected records, overflow and requests of the window (sample store only; the
+    # traffic monitors read it, monitors.traffic).
+    traffic: object | None = None  # monitors.traffic.TrafficCounts
 
     @property
     def rows(self) -> int:
@@ -284,6 +288,23 @@ class WindowSamples:
                 store, self.start, self.end, dict(self.profile.schema), self.chunk_rows,
                 self.lease_id,
             )  # fmt: skip
+        finally:
+            store.close()
+
+    def rejected_chunks(self) -> Iterator[pd.DataFrame]:
+        """The profiled features of the window's rejected records, in chunks (none when
+        the window was read from files)."""
+        if self.store_url is None:
+            return
+        from driftgate.stores.samples import SqlSampleStore
+
+        store = SqlSampleStore(self.store_url)
+        schema = dict(self.profile.schema)
+        try:
+            for chunk in store.iter_rejected(
+                self.start, self.end, chunk_rows=self.chunk_rows or 100_000
+            ):
+                yield _features_frame(chunk, schema)
         finally:
             store.close()
 
@@ -357,12 +378,32 @@ def read(config: ProjectConfig, start, end, *, source: str | None = None) -> Win
             window.samples = reader.read_window(start, end, every=math.ceil(stats.rows / cap))
             window.stream = True
         window.current = _features_frame(window.samples, schema)
+        window.traffic = _traffic(reader, start, end, stats.rows)
     except BaseException:
         window.close()
         raise
     finally:
         reader.close()
     return window
+
+
+def _traffic(reader, start, end, accepted: int):
+    """The window's traffic counts (rejected records, overflow, requests log)."""
+    from driftgate.monitors.traffic import TrafficCounts
+
+    rejected = reader.rejected_stats(start, end)
+    requests = reader.request_stats(start, end)
+    return TrafficCounts(
+        accepted=accepted,
+        rejected=rejected.rows,
+        overflow=rejected.overflow,
+        by_kind=rejected.by_kind,
+        by_field=rejected.by_field,
+        by_field_kind=rejected.by_field_kind,
+        requests=requests.count,
+        errors=requests.errors,
+        latencies=requests.latencies,
+    )
 
 
 def _stream(
@@ -447,14 +488,20 @@ def decide(
     features = list(profile.features)
     results: list[MonitorResult] = []
     evidence = check_drift_counts(profile, counts, tests=list(EVIDENCE_TESTS))
-    for group in group_by_threshold(monitors, features):
-        report = check_drift_counts(
-            profile,
-            counts,
-            tests=sorted({m.metric for m in group}),
-            **decision_options(group, features),
-        )
-        results.extend(evaluate_monitor(m, drift_report=report) for m in group)
+    # population: all judges drift on every received record, the refused ones too.
+    everyone = [m for m in monitors if m.population == "all"]
+    populations = [([m for m in monitors if m.population != "all"], counts)]
+    if group_by_threshold(everyone, features):
+        populations.append((everyone, _with_rejected(window, counts)))
+    for members, population_counts in populations:
+        for group in group_by_threshold(members, features):
+            report = check_drift_counts(
+                profile,
+                population_counts,
+                tests=sorted({m.metric for m in group}),
+                **decision_options(group, features),
+            )
+            results.extend(evaluate_monitor(m, drift_report=report) for m in group)
     results.extend(
         evaluate_monitor(m, contract_result=contract_result)
         for m in monitors
@@ -464,6 +511,9 @@ def decide(
     performance = [m for m in monitors if is_performance(m.metric)]
     if performance:
         results.extend(judge_performance(config, window, performance))
+    results.extend(
+        evaluate_monitor(m, traffic=window.traffic) for m in monitors if is_traffic_metric(m.metric)
+    )
     min_rows = config.monitoring.min_rows
     if min_rows is not None and window.rows < min_rows:
         results = [
@@ -533,6 +583,17 @@ def judge_performance(
     return results
 
 
+def _with_rejected(window: WindowSamples, counts):
+    """The window's counts with its rejected records added (``population: all``)."""
+    from driftgate.monitors.partitions import summarise_stream
+    from driftgate.monitors.window import merge_windows
+
+    if not window.traffic or not window.traffic.rejected:
+        return counts
+    rejected = summarise_stream(window.profile, window.rejected_chunks())
+    return merge_windows(window.profile, [[counts], [rejected]])
+
+
 # -- 5. record -----------------------------------------------------------------------
 def record(
     config: ProjectConfig,
@@ -594,6 +655,15 @@ def record(
             metrics={
                 **verdict.drift_metrics,
                 "rows": float(window.rows),
+                **(
+                    {
+                        "rejected_rows": float(window.traffic.rejected),
+                        "rejected_overflow": float(window.traffic.overflow),
+                        "requests": float(window.traffic.requests),
+                    }
+                    if window.traffic is not None
+                    else {}
+                ),
                 **{
                     f"monitor.{r.monitor}.observed": r.observed
                     for r in results

@@ -29,6 +29,7 @@ before, chunked too (dual read; ``SqlSampleStore.layout`` says which).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import hashlib
 import json
@@ -286,12 +287,14 @@ class PurgeResult:
     busy_partitions: list[str] = field(default_factory=list)  # old, locked by a reader now
     protected: list[tuple[str, str]] = field(default_factory=list)
     deleted_labels: int = 0  # labels whose sample went (stores.labels, jobs.retention)
+    traffic_deleted_rows: int = 0  # rejected records, overflow minutes, requests log
 
     def to_dict(self) -> dict:
         return {
             "cutoff": self.cutoff.isoformat(),
             "deleted_rows": self.deleted_rows,
             "deleted_labels": self.deleted_labels,
+            "traffic_deleted_rows": self.traffic_deleted_rows,
             "dropped_partitions": list(self.dropped_partitions),
             "kept_partitions": list(self.kept_partitions),
             "busy_partitions": list(self.busy_partitions),
@@ -577,6 +580,7 @@ class SqlSampleStore:
             self.table = _columnar_table(metadata, self.dialect)
         create_tables(self.engine, metadata, url, "sample")
         create_tables(self.engine, _shared_metadata, url, "sample")
+        create_tables(self.engine, _traffic_metadata, url, "sample")  # rejected, requests
         _add_missing_columns(self.engine, url)
         self.partitioned = self.dialect == "postgresql" and self._is_partitioned()
         self.store_id = ensure_store_id(self.engine, url, "sample")
@@ -616,9 +620,11 @@ class SqlSampleStore:
         if not samples:
             return 0
         self._raise_if_replaced()
-        rows = self._rows(samples)
+        # A writer batch may hold rejected records and overflow counts too (issue 16).
+        samples, traffic = _split_batch(self, samples)
+        rows = self._rows(samples) if samples else []
         try:
-            if self.partitioned:
+            if self.partitioned and rows:
                 self._ensure_partitions({row["ts_us"] // _US_PER_DAY for row in rows})
             # BEGIN IMMEDIATE on SQLite: a deferred transaction that reads first (the
             # identity and id checks) fails at once, not after the busy timeout, when
@@ -626,12 +632,14 @@ class SqlSampleStore:
             with write_transaction(self.engine) as connection:
                 if problem := identity_problem(connection, self.store_id, None):
                     raise StoreReplaced(f"sample store {redact(self.url)}: {problem}")
-                if refuse_known_request_ids:
+                if refuse_known_request_ids and rows:
                     ids = list({r["request_id"] for r in rows})
                     known = set(connection.execute(self._known_request_ids, {"ids": ids}).scalars())
                     if known:
                         raise DuplicateRequestIds(known)
-                connection.execute(self.table.insert(), rows)
+                if rows:
+                    connection.execute(self.table.insert(), rows)
+                _insert_traffic(self, connection, traffic)
         except OperationalError:
             # A SQLite connection opened while the file was read-only stays read-only
             # after the file is writable again: start over with fresh connections.
@@ -639,7 +647,7 @@ class SqlSampleStore:
             raise
         # Deleted during the commit: the rows are in the unlinked file, lost with it.
         self._raise_if_replaced()
-        return len(rows)
+        return len(rows) + len(traffic["rejected"])
 
     def _rows(self, samples: Sequence[Sample]) -> list[dict]:
         rows = [
@@ -991,6 +999,9 @@ class SqlSampleStore:
                 if count < batch_rows:
                     break
             result = PurgeResult(cutoff=cutoff, deleted_rows=deleted)
+        result = dataclasses.replace(
+            result, traffic_deleted_rows=_purge_traffic(self, cutoff_us, given, batch_rows)
+        )
         result.protected.extend(
             (pd.Timestamp(a, unit="us", tz="UTC").isoformat(),
              pd.Timestamp(b, unit="us", tz="UTC").isoformat())
@@ -1034,6 +1045,31 @@ class SqlSampleStore:
         """Every stored request id (for audits and tests)."""
         with self.engine.connect() as connection:
             return set(connection.execute(select(self.table.c.request_id).distinct()).scalars())
+
+    # -- rejected records and requests (issue 16) ------------------------------------------
+    def rejected_stats(self, start: object, end: object) -> RejectedStats:
+        """Rejected records of ``[start, end)``: stored, dropped by the cap, per rule
+        kind and per field (see :class:`RejectedStats`)."""
+        return _rejected_stats(self, start, end)
+
+    def iter_rejected(
+        self, start: object, end: object, *, chunk_rows: int = DEFAULT_CHUNK_ROWS
+    ) -> Iterator[pd.DataFrame]:
+        """The window's rejected records in chunks (see :func:`_iter_rejected`)."""
+        return _iter_rejected(self, start, end, chunk_rows)
+
+    def read_rejected(self, start: object, end: object) -> pd.DataFrame:
+        """The window's rejected records as one frame (tests, small windows)."""
+        chunks = list(self.iter_rejected(start, end))
+        return pd.concat(chunks, ignore_index=True) if chunks else pd.DataFrame()
+
+    def append_requests(self, records: Sequence[RequestRecord]) -> int:
+        """Log /predict requests (status, latency) in one transaction."""
+        return _append_requests(self, records)
+
+    def request_stats(self, start: object, end: object) -> RequestStats:
+        """Requests of ``[start, end)``: count, 5xx count, sorted latencies."""
+        return _request_stats(self, start, end)
 
     def ping(self) -> None:
         """Raise if the database cannot be reached."""
@@ -1110,3 +1146,366 @@ def open_sample_reader(location: str, timestamp_column: str = TIMESTAMP) -> Samp
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+# -- rejected records, the overflow counter, and the requests log (issue 16) -----------------
+# Records the service refused (422) are traffic too: stored beside the samples, in the
+# same columnar encoding and the same transaction as the accepted samples of a batch,
+# never scored. Their volume is capped in the service (serving.rejected_max_per_minute);
+# what the cap drops is counted per minute in REJECTED_OVERFLOW_TABLE. Every /predict
+# request's status and latency go to REQUESTS_TABLE (the latency and 5xx monitors).
+REJECTED_TABLE = "driftgate_rejected"
+REJECTED_OVERFLOW_TABLE = "driftgate_rejected_overflow"
+REQUESTS_TABLE = "driftgate_requests"
+# The offending raw value is kept as bounded text: it may be text for a number, a
+# number out of range, or a JSON structure; its first characters are what a reviewer
+# needs, and the bound keeps a flood of long strings from filling the disk.
+MAX_RAW_VALUE_CHARS = 200
+MAX_REASONS = 32  # broken fields kept per rejected record (the first ones)
+MAX_NAME_CHARS = 128  # a field or rule name beyond this is cut (an extra field is any key)
+_US_PER_MINUTE = 60_000_000
+
+_traffic_metadata = MetaData()
+rejected_table = Table(
+    REJECTED_TABLE,
+    _traffic_metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True),
+    Column("ts_us", BigInteger, nullable=False),
+    Column("received_us", BigInteger, nullable=False),
+    Column("model_name", String(256), nullable=False),
+    Column("model_version", String(64), nullable=False),
+    Column("request_id", String(128), nullable=False),
+    Column("record_index", Integer, nullable=False),
+    Column("schema_id", Integer, nullable=False),
+    Column("numbers", LargeBinary, nullable=False),  # the model features that are numbers
+    Column("others", Text),
+    Column("rule", String(MAX_NAME_CHARS), nullable=False),  # the first broken rule's id
+    Column("field", String(MAX_NAME_CHARS), nullable=False),  # ... and its field
+    Column("raw_value", String(MAX_RAW_VALUE_CHARS + 8)),  # that field's value, JSON, cut
+    Column("reasons", Text, nullable=False),  # JSON [[field, rule], ...], at most MAX_REASONS
+    Column("sample_fraction", Float, nullable=False),
+    Index(f"ix_{REJECTED_TABLE}_ts", "ts_us", "id"),
+)
+rejected_overflow_table = Table(
+    REJECTED_OVERFLOW_TABLE,
+    _traffic_metadata,
+    Column("minute_us", BigInteger, primary_key=True),  # event time, start of its minute
+    Column("records", BigInteger, nullable=False),
+)
+requests_table = Table(
+    REQUESTS_TABLE,
+    _traffic_metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True),
+    Column("ts_us", BigInteger, nullable=False),  # event time (the request's timestamp)
+    Column("status", Integer, nullable=False),
+    Column("latency_s", Float, nullable=False),
+    Index(f"ix_{REQUESTS_TABLE}_ts", "ts_us"),
+)
+
+
+@dataclass(frozen=True)
+class RejectedSample:
+    """One record the service refused (422): stored, never scored.
+
+    ``features`` holds the model's features only (``clean_rejected_features``): a
+    number that parses as one, else NaN; a category's text. ``rule`` / ``field`` are
+    the first broken rule's id and its field, ``raw_value`` that field's value as JSON
+    text cut to MAX_RAW_VALUE_CHARS, ``reasons`` every broken (field, rule) pair.
+    """
+
+    timestamp: datetime
+    request_id: str
+    record_index: int
+    model_name: str
+    model_version: str
+    features: Mapping[str, float | str | None]
+    rule: str
+    field: str
+    raw_value: str | None
+    reasons: tuple[tuple[str, str], ...]
+    received_at: datetime | None = None
+    sample_fraction: float = 1.0
+
+
+@dataclass(frozen=True)
+class RejectedOverflow:
+    """Rejected records the cap dropped, counted per minute of event time (``counts``:
+    minute start in microseconds -> records). Carried through the writer like samples,
+    so the count commits in the same transaction as the batch it rides with."""
+
+    request_id: str  # the request that carried it (the writer keys work by request id)
+    counts: Mapping[int, int]
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """One /predict request: event time, HTTP status, latency in seconds."""
+
+    timestamp: datetime
+    status: int
+    latency_s: float
+
+
+@dataclass(frozen=True)
+class RejectedStats:
+    """Rejected records of a window: ``rows`` stored, ``overflow`` dropped by the cap
+    (counted), and records per rule kind and per field (``by_kind``, ``by_field``,
+    ``by_field_kind``: a record counts once per key it breaks)."""
+
+    rows: int
+    overflow: int
+    by_kind: dict[str, int] = field(default_factory=dict)
+    by_field: dict[str, int] = field(default_factory=dict)
+    by_field_kind: dict[tuple[str, str], int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RequestStats:
+    """Requests of a window: their count, 5xx count and latencies (seconds, sorted)."""
+
+    count: int
+    errors: int
+    latencies: np.ndarray
+
+
+def rule_kind_of(rule: str) -> str:
+    """The kind of a rule id: ``columns.x.range`` -> ``range``, ``model.feature`` ->
+    ``feature`` (the last dotted segment, as ``contract:<kind>`` uses)."""
+    return rule.rsplit(".", 1)[-1]
+
+
+def raw_text(value) -> str | None:
+    """A rejected field's value as bounded JSON text (None when the field was absent)."""
+    try:
+        rendered = json.dumps(value, allow_nan=True, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        rendered = repr(value)
+    return rendered[:MAX_RAW_VALUE_CHARS]
+
+
+def clean_rejected_features(
+    record: Mapping, numeric: Sequence[str], categorical: Sequence[str] = ()
+) -> dict[str, float | str | None]:
+    """The model's features of a rejected record, as storable values: a numeric
+    feature that parses as a finite float64 (an int, a float, a numeric string such as
+    ``"1013.2"``) is that number — out-of-range values included, which is what makes
+    a refused shift visible to drift on ``population: all``; anything else is NaN. A
+    categorical feature keeps its text (cut), anything else is None. Extra fields are
+    not stored (a flood of junk keys cannot grow the rows)."""
+    cleaned: dict[str, float | str | None] = {}
+    for name in numeric:
+        value = record.get(name)
+        number = math.nan
+        if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+            try:
+                number = float(value[:64] if isinstance(value, str) else value)
+            except (ValueError, OverflowError):
+                number = math.nan
+        cleaned[name] = number if math.isfinite(number) else math.nan
+    for name in categorical:
+        value = record.get(name)
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        cleaned[name] = value[:MAX_NAME_CHARS] if isinstance(value, str) else math.nan
+    return cleaned
+
+
+def _rejected_rows(store: SqlSampleStore, rejected: Sequence[RejectedSample]) -> list[dict]:
+    encoded = [_encode(r.features) for r in rejected]
+    unknown = {key for key, _, _ in encoded if key not in store._schema_ids}
+    if unknown:
+        store._register_schemas(unknown)
+    return [
+        {
+            "ts_us": _storable_us(r.timestamp),
+            "received_us": _storable_us(r.received_at or r.timestamp),
+            "model_name": r.model_name,
+            "model_version": r.model_version,
+            "request_id": r.request_id,
+            "record_index": r.record_index,
+            "schema_id": store._schema_ids[key],
+            "numbers": blob,
+            "others": others,
+            "rule": r.rule[:MAX_NAME_CHARS],
+            "field": r.field[:MAX_NAME_CHARS],
+            "raw_value": None if r.raw_value is None else r.raw_value[:MAX_RAW_VALUE_CHARS],
+            "reasons": json.dumps(
+                [[f[:MAX_NAME_CHARS], k[:MAX_NAME_CHARS]] for f, k in r.reasons[:MAX_REASONS]]
+            ),
+            "sample_fraction": float(r.sample_fraction),
+        }
+        for r, (key, blob, others) in zip(rejected, encoded, strict=True)
+    ]
+
+
+def _insert_traffic(store: SqlSampleStore, connection: Connection, prepared: dict) -> None:
+    """Insert the rejected rows and request rows and add the overflow counts (one
+    transaction with the batch's samples)."""
+    if prepared["rejected"]:
+        connection.execute(rejected_table.insert(), prepared["rejected"])
+    if prepared["requests"]:  # the requests log rides with the batch: no commit of its own
+        connection.execute(requests_table.insert(), prepared["requests"])
+    if prepared["overflow"]:
+        insert = (postgresql.insert if store.dialect == "postgresql" else sqlite.insert)(
+            rejected_overflow_table
+        )
+        statement = insert.on_conflict_do_update(
+            index_elements=["minute_us"],
+            set_={"records": rejected_overflow_table.c.records + insert.excluded.records},
+        )
+        for minute, count in sorted(prepared["overflow"].items()):
+            connection.execute(statement.values(minute_us=minute, records=count))
+
+
+def _split_batch(store: SqlSampleStore, batch: Sequence) -> tuple[list[Sample], dict]:
+    """The accepted samples of a writer batch, and its rejected rows, overflow counts
+    and request rows."""
+    accepted, rejected, overflow, requests = [], [], {}, []
+    for item in batch:
+        if isinstance(item, RejectedSample):
+            rejected.append(item)
+        elif isinstance(item, RequestRecord):
+            requests.append(item)
+        elif isinstance(item, RejectedOverflow):
+            for minute, count in item.counts.items():
+                overflow[minute] = overflow.get(minute, 0) + int(count)
+        else:
+            accepted.append(item)
+    return accepted, {"rejected": _rejected_rows(store, rejected) if rejected else [],
+                      "overflow": overflow, "requests": _request_rows(requests)}  # fmt: skip
+
+
+def _request_rows(records: Sequence[RequestRecord]) -> list[dict]:
+    return [
+        {"ts_us": _storable_us(r.timestamp), "status": int(r.status),
+         "latency_s": float(r.latency_s)}
+        for r in records
+    ]  # fmt: skip
+
+
+def _append_requests(store: SqlSampleStore, records: Sequence[RequestRecord]) -> int:
+    if not records:
+        return 0
+    rows = _request_rows(records)
+    with write_transaction(store.engine) as connection:
+        connection.execute(requests_table.insert(), rows)
+    return len(rows)
+
+
+def _rejected_stats(store: SqlSampleStore, start: object, end: object) -> RejectedStats:
+    low, high = _to_us(start), _to_us(end)
+    window = (rejected_table.c.ts_us >= low) & (rejected_table.c.ts_us < high)
+    by_kind: dict[str, int] = {}
+    by_field: dict[str, int] = {}
+    by_pair: dict[tuple[str, str], int] = {}
+    rows = 0
+    with store.engine.connect() as connection:
+        result = connection.execution_options(stream_results=True, yield_per=FETCH_ROWS).execute(
+            select(rejected_table.c.reasons).where(window)
+        )
+        for (reasons,) in result:
+            rows += 1
+            pairs = {(f, rule_kind_of(r)) for f, r in json.loads(reasons)}
+            for kind in {k for _, k in pairs}:
+                by_kind[kind] = by_kind.get(kind, 0) + 1
+            for name in {f for f, _ in pairs}:
+                by_field[name] = by_field.get(name, 0) + 1
+            for pair in pairs:
+                by_pair[pair] = by_pair.get(pair, 0) + 1
+        overflow = connection.execute(
+            select(func.coalesce(func.sum(rejected_overflow_table.c.records), 0)).where(
+                rejected_overflow_table.c.minute_us >= low,
+                rejected_overflow_table.c.minute_us < high,
+            )
+        ).scalar()
+    return RejectedStats(rows, int(overflow), by_kind, by_field, by_pair)
+
+
+def _iter_rejected(
+    store: SqlSampleStore, start: object, end: object, chunk_rows: int = DEFAULT_CHUNK_ROWS
+) -> Iterator[pd.DataFrame]:
+    """Rejected records of the window in time order, in chunks: the stored features
+    (as :meth:`SqlSampleStore.iter_window` decodes them) and rule, field, raw_value,
+    request_id, record_index, timestamp."""
+    t = rejected_table
+    query = (
+        select(t.c.ts_us, t.c.request_id, t.c.record_index, t.c.schema_id, t.c.numbers,
+               t.c.others, t.c.rule, t.c.field, t.c.raw_value)
+        .where(t.c.ts_us >= _to_us(start), t.c.ts_us < _to_us(end))
+        .order_by(t.c.ts_us, t.c.id)
+    )  # fmt: skip
+    store._load_schemas()
+    with store.engine.connect() as connection:
+        result = connection.execution_options(stream_results=True, yield_per=FETCH_ROWS).execute(
+            query
+        )
+        while rows := result.fetchmany(chunk_rows):
+            columns = list(zip(*rows, strict=True))
+            if not set(columns[3]) <= store._schemas.keys():
+                store._load_schemas()
+            features = pd.DataFrame(
+                _decode(columns[3], columns[4], columns[5], store._schemas), index=None
+            )
+            meta = pd.DataFrame(
+                {
+                    TIMESTAMP: pd.to_datetime(np.asarray(columns[0], dtype=np.int64), unit="us",
+                                              utc=True),
+                    "request_id": list(columns[1]),
+                    "record_index": np.asarray(columns[2], dtype=np.int64),
+                }
+            )  # fmt: skip
+            tail = pd.DataFrame(
+                {"rule": list(columns[6]), "field": list(columns[7]),
+                 "raw_value": list(columns[8])}
+            )  # fmt: skip
+            yield pd.concat([meta, features, tail], axis=1)
+
+
+def _request_stats(store: SqlSampleStore, start: object, end: object) -> RequestStats:
+    t = requests_table
+    with store.engine.connect() as connection:
+        rows = connection.execute(
+            select(t.c.status, t.c.latency_s).where(
+                t.c.ts_us >= _to_us(start), t.c.ts_us < _to_us(end)
+            )
+        ).all()
+    if not rows:
+        return RequestStats(0, 0, np.empty(0))
+    status = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    latency = np.sort(np.fromiter((r[1] for r in rows), dtype=float, count=len(rows)))
+    return RequestStats(len(rows), int(((status >= 500) & (status < 600)).sum()), latency)
+
+
+def _purge_traffic(
+    store: SqlSampleStore, cutoff_us: int, ranges: list[tuple[int, int]], batch_rows: int
+) -> int:
+    """Retention for the rejected records, overflow counts and requests log: rows older
+    than the cutoff outside the protected ranges, in short transactions. (Not
+    partitioned: their volume is bounded by the cap and by the request rate.)"""
+    deleted = 0
+    for table, key in (
+        (rejected_table, "id"),
+        (requests_table, "id"),
+        (rejected_overflow_table, "minute_us"),
+    ):
+        while True:
+            with write_transaction(store.engine) as connection:
+                ranges_now = ranges + store._active_leases(connection)
+                time_column = table.c.minute_us if key == "minute_us" else table.c.ts_us
+                chosen = select(table.c[key]).where(time_column < cutoff_us)
+                for low, high in ranges_now:
+                    chosen = chosen.where((time_column < low) | (time_column >= high))
+                statement = table.delete().where(
+                    table.c[key].in_(chosen.limit(batch_rows).scalar_subquery())
+                )
+                count = connection.execute(statement).rowcount
+            deleted += count
+            if count < batch_rows:
+                break
+    return deleted
+
+
+def minute_of(moment: object) -> int:
+    """Start of ``moment``'s minute, microseconds since the epoch (overflow counts' key)."""
+    us = _to_us(moment)
+    return us - us % _US_PER_MINUTE

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 from collections.abc import Mapping
@@ -21,6 +22,7 @@ from driftgate.serving.jsonbody import (
     read_body,
 )
 from driftgate.serving.outputs import Scored, score, usable
+from driftgate.serving.rejected import minute_of, overflow_item, rejected_samples
 from driftgate.serving.responses import (
     MAX_ERRORS,
     REQUEST_ID_HEADER,
@@ -74,6 +76,8 @@ async def predict(request: Request):
             request_id,
             errors=[{"record": None, "field": "records", "reason": "too many records"}],
         )
+    if body.timestamp is not None and settings.accept_client_timestamps:
+        request.state.event_time = body.timestamp  # the requests log's event time (replays)
     pause = svc.pause.current()
     if pause.paused:
         metrics.paused_requests.inc()
@@ -96,14 +100,24 @@ async def predict(request: Request):
     # An integer code sent for a text category is read as its text (see validation).
     body.records = model.checker.normalise(body.records)
     if large:  # validation of a large request must not stall the event loop
-        errors, total, invalid = await run_in_threadpool(_broken_fields, model, body.records)
+        errors, total, invalid, broken = await run_in_threadpool(
+            _broken_fields, model, body.records
+        )
     else:
-        errors, total, invalid = _broken_fields(model, body.records)
+        errors, total, invalid, broken = _broken_fields(model, body.records)
     if errors:
         metrics.invalid_records.inc(invalid)
-        return error_response(
-            422, "request breaks the input contract", request_id, **capped(errors, total)
+        stored = await _store_rejected(svc, model, body, request_id, broken)
+        response = error_response(
+            422,
+            "request breaks the input contract",
+            request_id,
+            **capped(errors, total),
+            **({} if stored is None else {"sample_stored": stored}),
         )
+        if stored is not None:
+            response.headers[SAMPLE_STORED_HEADER] = str(stored).lower()
+        return response
 
     matrix = model.encode(body.records)
     if large:
@@ -249,20 +263,59 @@ async def _store(svc, samples: list[Sample], request_id: str) -> StoreFailure | 
     return None
 
 
-def _broken_fields(model: LoadedModel, records: list[dict]) -> tuple[list[dict], int, int]:
-    """The first MAX_ERRORS broken fields, how many there are, and how many records."""
+async def _store_rejected(svc, model: LoadedModel, body, request_id: str, broken) -> bool | None:
+    """Store a refused request's records as rejected traffic (serving.log_rejected), at
+    most the budget's share; True once durable, False if not stored (not sampled, over
+    the cap, or the store failed: the 422 goes out either way), None when switched off."""
+    budget, metrics, settings = svc.rejected_budget, svc.metrics, svc.settings
+    if budget is None:
+        return None
+    fraction = settings.sample_fraction
+    if not is_sampled(request_id, fraction):  # sampling applies to rejected records too
+        return False
+    received = datetime.now(UTC)
+    timestamp = body.timestamp or received
+    granted = budget.take(len(body.records), minute_of(timestamp))
+    if granted < len(body.records):  # counted as the cap drops them, stored or not
+        metrics.rejected_overflow_records.inc(len(body.records) - granted)
+    build = functools.partial(
+        rejected_samples, model, body.records, broken, request_id=request_id,
+        timestamp=timestamp, received=received, sample_fraction=fraction, limit=granted,
+    )  # fmt: skip
+    items: list = await run_in_threadpool(build) if granted > INLINE_RECORDS else build()
+    overflow = budget.drain_overflow()
+    if overflow:
+        items.append(overflow_item(request_id, overflow))
+    if not items:
+        return False
+    failure = await _store(svc, items, request_id)
+    if failure is not None:
+        budget.restore(overflow)  # counted again with a later commit
+        metrics.rejected_unstored_records.inc(granted)
+        return False
+    metrics.rejected_records.inc(granted)
+    return granted == len(body.records)
+
+
+def _broken_fields(
+    model: LoadedModel, records: list[dict]
+) -> tuple[list[dict], int, int, dict[int, list]]:
+    """The first MAX_ERRORS broken fields, how many there are, how many records, and
+    every broken record's fields (index -> FieldErrors, for the rejected traffic)."""
     errors: list[dict] = []
+    broken: dict[int, list] = {}
     total = invalid = 0
     for i, record in enumerate(records):
         found = model.checker.validate(record)
         if found:
+            broken[i] = list(found)
             invalid += 1
             total += len(found)
             errors.extend(
                 {"record": i, "field": e.field, "reason": e.reason, "rule": e.rule}
                 for e in found[: MAX_ERRORS - len(errors)]
             )
-    return errors, total, invalid
+    return errors, total, invalid, broken
 
 
 def _pause_fields(pause) -> dict:

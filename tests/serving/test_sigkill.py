@@ -1,4 +1,5 @@
-"""SIGKILL under concurrent load: every request that got a 200 is in the sample store.
+"""SIGKILL under concurrent load: every request that got a 200 is in the sample store,
+and every request refused with 422 is in it as rejected traffic (issue 16).
 
 The service runs in its own process (``serving.server.run``, as ``driftgate serve``
 does); a bounded pool of keep-alive connections (:mod:`benchmarks.loadgen`) posts
@@ -96,6 +97,10 @@ def load_then_signal(registered, tmp_path, signum: int, backend: str = "pyfunc")
     process = start_service(config_file, settings, port, tmp_path / "service.log")
     url = f"http://127.0.0.1:{port}/predict"
     payloads = [{"records": records_of(registered.rows, i * 4, 1 + i % 4)} for i in range(50)]
+    # Every third request is refused (422): a sea-level pressure outside the contract's
+    # range. Its records are rejected traffic, stored before the 422 is sent.
+    for payload in payloads[::3]:
+        payload["records"][0]["sea_level_pressure"] = 5.0
     outcome = {}
 
     def load() -> None:
@@ -115,12 +120,19 @@ def load_then_signal(registered, tmp_path, signum: int, backend: str = "pyfunc")
             process.kill()
             process.wait()
     result = outcome["result"]
-    acknowledged = {
-        rid: len(payloads[int(rid.rsplit("-", 1)[1]) % len(payloads)]["records"])
-        for rid in result.acknowledged
-    }
-    window = SqlSampleStore(store_url).read_window("2000-01-01", "2100-01-01")
+
+    def records(rid: str) -> int:
+        return len(payloads[int(rid.rsplit("-", 1)[1]) % len(payloads)]["records"])
+
+    acknowledged = {rid: records(rid) for rid in result.acknowledged}
+    refused = {rid: records(rid) for rid, status in result.statuses.items() if status == 422}
+    store = SqlSampleStore(store_url)
+    window = store.read_window("2000-01-01", "2100-01-01")
     stored = window.groupby("request_id").size().to_dict()
+    rejected = store.read_rejected("2000-01-01", "2100-01-01")
+    store.close()
+    stored_rejected = rejected.groupby("request_id").size().to_dict() if len(rejected) else {}
+    result.refused, result.stored_refused = refused, stored_rejected
     return result, acknowledged, stored, returncode
 
 
@@ -137,18 +149,27 @@ def test_sigkill_under_load_loses_no_acknowledged_request(registered, tmp_path, 
     lost = [rid for rid in acknowledged if rid not in stored]
     assert not lost, f"{len(lost)} acknowledged requests missing, e.g. {lost[:5]}"
     assert all(stored[rid] == n for rid, n in acknowledged.items()), "partial requests stored"
+    # Refused requests: every 422 was answered after its records were durable.
+    refused, stored_refused = result.refused, result.stored_refused
+    assert len(refused) > 30, f"only {len(refused)} refused requests answered"
+    lost_refused = [rid for rid in refused if stored_refused.get(rid) != refused[rid]]
+    assert not lost_refused, f"{len(lost_refused)} 422s not stored, e.g. {lost_refused[:5]}"
+    assert not set(stored_refused) & set(stored), "a request stored both scored and rejected"
     unacknowledged_stored = len(set(stored) - set(acknowledged))
     summary = result.summary()
     print(
-        f"\nSIGKILL test ({backend}): {len(acknowledged)} acknowledged, {result.errors} cut "
-        f"off by the kill, 0 lost, {unacknowledged_stored} stored but unanswered; before the kill "
+        f"\nSIGKILL test ({backend}): {len(acknowledged)} acknowledged + {len(refused)} "
+        f"refused (422, all stored as rejected), {result.errors} cut off by the "
+        f"kill, 0 lost, {unacknowledged_stored} stored but unanswered; before the kill "
         f"{len(acknowledged) / LOAD_SECONDS:.0f} req/s with {CLIENTS} connections, "
         f"p50 {summary['p50_ms']:.1f} ms, p99 {summary['p99_ms']:.1f} ms"
     )
 
 
 def test_sigterm_drains_the_queue_and_exits_cleanly(registered, tmp_path):
-    _, acknowledged, stored, returncode = load_then_signal(registered, tmp_path, signal.SIGTERM)
+    result, acknowledged, stored, returncode = load_then_signal(
+        registered, tmp_path, signal.SIGTERM
+    )
     # uvicorn re-raises the captured signal once shutdown is complete.
     assert returncode in (0, -signal.SIGTERM)
     log = (tmp_path / "service.log").read_text()
@@ -156,3 +177,6 @@ def test_sigterm_drains_the_queue_and_exits_cleanly(registered, tmp_path):
     assert len(acknowledged) > 100
     assert set(acknowledged) <= set(stored)
     assert all(stored[rid] == n for rid, n in acknowledged.items())
+    assert result.refused and all(
+        result.stored_refused.get(rid) == n for rid, n in result.refused.items()
+    )
