@@ -14,12 +14,14 @@ feature and window, two questions:
 and breaches only when both hold. The no-drift distribution per statistic:
 
 * ``kl``, ``psi``, ``js`` (binned): a parametric bootstrap of the *two-sample* statistic
-  from the reference's bin proportions alone: ``B`` reference samples of the
-  reference's size and ``B`` windows of ``n`` rows, multinomial, with the engine's own
-  smoothing. Categorical features get one extra "unseen" bin holding the Good-Turing
-  estimate of the unseen mass (categories seen once in the reference / reference
-  rows), so rare levels that the reference missed are part of no drift, as they are
-  in production. Tail beyond the simulated one: an exponential tail fitted to the top
+  from the profile alone: ``B`` reference samples of the reference's size and ``B``
+  windows of ``n`` rows, multinomial, from an estimate of the population the
+  reference was drawn from, with the engine's own bins and smoothing. Numeric: the
+  reference's bin shares. Categorical: Chao's bootstrap population
+  (:func:`_categorical_population`: coverage-shrunk seen levels plus the levels the
+  reference is estimated to have missed), and a level neither side holds is no bin,
+  so simulated references miss rare levels and windows show them, as in production.
+  Tail beyond the simulated one: an exponential tail fitted to the top
   ``TAIL_SHARE`` of the draws (peaks over threshold); the statistics are scaled
   chi-squared-like with shape >= 1, whose mean excess decreases, so the fitted tail
   over-states the true one: p-values err on the conservative side. Cached per
@@ -278,8 +280,10 @@ def binned_null(test: str, reference, n: int, draws: int = NULL_DRAWS) -> Mixtur
         q = p.copy()
         q[j] = 0.0
         q /= q.sum()
-        ref_j = rng.multinomial(scale_ref, p, size=CONDITIONED_DRAWS) / scale_ref
         cur_j = rng.multinomial(n, q, size=CONDITIONED_DRAWS) / n
+        # The references of the main draws serve every component (each component is
+        # its own bound; the union bound needs no independence between them).
+        ref_j = ref[:CONDITIONED_DRAWS]
         values_j = binned_statistic(test, ref_j, cur_j, categorical=categorical)
         components.append((float(empty[j]), _component(values_j, n)))
     null = MixtureNull(n=n, components=tuple(components), mean=float(values.mean()))
