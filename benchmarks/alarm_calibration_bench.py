@@ -300,11 +300,35 @@ def plot(rows_by_data, path):
     fig.savefig(path, dpi=120)
 
 
+def per_feature_figures(sizes, references, windows) -> int:
+    """Print, per data set and size, the rate at NOMINAL over (reference, feature) units
+    and per feature (a single feature's rate is +- about 4 pp over 30 references)."""
+    for name, population in (("rainfall", rainfall()), ("rare", rare_levels())):
+        for n in sizes:
+            rates = nominal_rates(population, n, references, windows, seed=7)
+            print(f"{name:<9} {n:>7}: {100 * rates.mean():5.2f}% +- {100 * _se(rates):.2f} (1 se)")
+            per_feature = zip(population.columns, rates.mean(axis=0), strict=True)
+            shares = "  ".join(f"{c}: {100 * r:.1f}" for c, r in per_feature)
+            print(f"          {shares}")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--short", action="store_true", help="the CI variant's sizes")
     parser.add_argument("--plot", default=None, help="write the PNG here")
+    parser.add_argument(
+        "--per-feature",
+        default=None,
+        metavar="SIZES",
+        help="only the per-feature rates at 5%% nominal at these window sizes (comma-separated)",
+    )
+    parser.add_argument("--references", type=int, default=30, help="with --per-feature")
+    parser.add_argument("--windows", type=int, default=20, help="with --per-feature")
     args = parser.parse_args(argv)
+    if args.per_feature:
+        sizes = [int(size) for size in args.per_feature.split(",")]
+        return per_feature_figures(sizes, args.references, args.windows)
     months = 40 if args.short else 1000
     # Many references, few windows each: at large windows the reference is the unit of
     # Monte-Carlo error (see per_check_calibration).
