@@ -258,7 +258,9 @@ def binned_null(test: str, reference, n: int, draws: int = NULL_DRAWS) -> Mixtur
     """The no-drift distribution of ``test`` on ``reference`` for windows of ``n`` rows."""
     p, n_ref = null_population(reference)
     categorical = isinstance(reference, CategoricalProfile)
-    key = (test, categorical, hashlib.sha1(p.tobytes()).hexdigest(), n_ref, n, draws)
+    key = (test, hashlib.sha1(p.tobytes()).hexdigest(), n_ref, n, draws)
+    if categorical:  # its own null (levels absent from both sides are no bins)
+        key += ("categorical",)
     cached = _cache.get(key)
     if cached is not None:
         _cache.move_to_end(key)
@@ -280,10 +282,8 @@ def binned_null(test: str, reference, n: int, draws: int = NULL_DRAWS) -> Mixtur
         q = p.copy()
         q[j] = 0.0
         q /= q.sum()
+        ref_j = rng.multinomial(scale_ref, p, size=CONDITIONED_DRAWS) / scale_ref
         cur_j = rng.multinomial(n, q, size=CONDITIONED_DRAWS) / n
-        # The references of the main draws serve every component (each component is
-        # its own bound; the union bound needs no independence between them).
-        ref_j = ref[:CONDITIONED_DRAWS]
         values_j = binned_statistic(test, ref_j, cur_j, categorical=categorical)
         components.append((float(empty[j]), _component(values_j, n)))
     null = MixtureNull(n=n, components=tuple(components), mean=float(values.mean()))
