@@ -23,7 +23,13 @@ from driftgate.monitors.budget import (
     per_check_budget,
     per_test_level,
 )
-from driftgate.monitors.nulls import binned_null, decision_bound, grid_size
+from driftgate.monitors.nulls import (
+    _categorical_population,
+    binned_null,
+    binned_statistic,
+    decision_bound,
+    grid_size,
+)
 from driftgate.monitors.planner import plan_monitor
 from driftgate.monitors.profile import ReferenceProfile
 from driftgate.monitors.rules import Monitor, apply_hysteresis, evaluate_monitor
@@ -163,3 +169,66 @@ def test_the_planner_warns_when_traffic_cannot_support_the_default_rules(normal_
     large = plan_monitor(kl, normal_profile, 5_000)
     assert not large.warnings and large.smallest_shift < small.smallest_shift
     assert plan_monitor(missing, normal_profile, 30).smallest_shift < 0.5
+
+
+@pytest.fixture(scope="module")
+def zipf_levels():
+    """A categorical population with many rare levels and a reference drawn from it."""
+    rng = np.random.default_rng(3)
+    weights = 1.0 / np.arange(1, 301) ** 1.3
+    levels = np.array([f"L{j}" for j in range(300)])
+    draw = lambda rows: rng.choice(levels, rows, p=weights / weights.sum())  # noqa: E731
+    profile = ReferenceProfile.fit(pd.DataFrame({"c": draw(5_000)}), sample_rows=0)
+    return profile, draw
+
+
+@pytest.mark.parametrize("test", ["kl", "psi", "js"])
+def test_the_null_computes_a_categorical_statistic_on_the_engines_bins(zipf_levels, test):
+    # The engine's bins are the levels seen in the reference or the window: a level
+    # absent from both is no bin (neither smoothed nor renormalised over).
+    profile, draw = zipf_levels
+    reference = profile.features["c"]
+    known = list(reference.category_counts)
+    ref = np.array(list(reference.category_counts.values()), dtype=float)
+    for rows in (50, 20_000):
+        window = pd.DataFrame({"c": draw(rows)})
+        report = check_drift(profile, window, tests=[test])
+        shares = window["c"].value_counts()
+        unseen = sorted(set(shares.index) - set(known))
+        # Two unseen levels the window does not have: they must change nothing.
+        labels = known + unseen + ["absent-1", "absent-2"]
+        cur = np.array([shares.get(k, 0) for k in labels], dtype=float)
+        p_ref = np.concatenate([ref, np.zeros(len(labels) - ref.size)]) / ref.sum()
+        value = binned_statistic(test, p_ref[None], (cur / cur.sum())[None], categorical=True)
+        assert value[0] == pytest.approx(report.result("c", test).value, rel=1e-12, abs=1e-15)
+
+
+def test_a_categorical_null_population_adds_the_levels_the_reference_missed():
+    counts = np.array([50.0, 20.0, 10.0, 5.0, 2.0, 2.0, 1.0, 1.0, 1.0, 1.0])
+    n, f1, f2 = counts.sum(), 4.0, 2.0
+    population = _categorical_population(counts)
+    coverage = 1 - f1 / n * ((n - 1) * f1 / ((n - 1) * f1 + 2 * f2))
+    unseen = math.ceil((n - 1) / n * f1**2 / (2 * f2))  # Chao1: 4 levels
+    assert population.size == counts.size + unseen
+    assert population.sum() == pytest.approx(1.0)
+    assert population[: counts.size].sum() == pytest.approx(coverage)
+    assert np.allclose(population[counts.size :], (1 - coverage) / unseen)
+    # Levels seen once are shrunk below 1/n; common levels keep about their share.
+    assert population[counts.size - 1] < 1 / n
+    assert population[0] == pytest.approx(50 / n, rel=0.01)
+    # No level seen once: nothing is missing, the shares are the counts'.
+    assert np.allclose(_categorical_population(np.array([3.0, 2.0, 5.0])), [0.3, 0.2, 0.5])
+
+
+def test_the_engine_decides_a_categorical_feature_as_the_bound(zipf_levels):
+    profile, draw = zipf_levels
+    level = 1e-3
+    for rows in (60, 20_000):
+        bound = decision_bound("kl", profile.features["c"], rows, 0.0, level)
+        for seed in range(5):
+            window = pd.DataFrame({"c": draw(rows)})
+            report = check_drift(
+                profile, window, tests=["kl"], thresholds={"kl": 0.0}, levels={"kl": level}
+            )
+            result = report.result("c", "kl")
+            assert result.drifted == (result.value >= bound.min_detectable), (rows, seed)
