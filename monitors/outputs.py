@@ -254,6 +254,12 @@ class OutputsProfile:
         (binary 0/1, multiclass the class index, regression the value)."""
         from driftgate.monitors.profile import ReferenceProfile
 
+        outputs = np.asarray(outputs, dtype=np.float64)
+        if not np.isfinite(outputs).all():
+            # A model with NaN/Inf outputs still registers (the gate's finite_outputs
+            # check fails it with the evidence); there is nothing sound to profile.
+            bad = int((~np.isfinite(outputs)).any(axis=tuple(range(1, outputs.ndim))).sum())
+            raise OutputsError(f"{bad} of {len(outputs)} {split} outputs are NaN or infinite")
         frame = output_frame(task, outputs, decision_threshold)
         schema = {VALUE_COLUMN: "numeric"}
         if CLASS_COLUMN in frame:

@@ -282,3 +282,11 @@ def test_multiclass_accuracy_is_estimated_from_the_top_class_confidence():
     estimate = profile.estimate(frame, "accuracy")
     realized = float(np.mean(outputs.argmax(axis=1) == target))
     assert abs(estimate.value - realized) <= 3 * estimate.standard_error
+
+
+def test_non_finite_outputs_are_not_profiled_and_say_how_many():
+    from driftgate.monitors.outputs import OutputsError
+
+    outputs = np.array([0.2, np.nan, 0.7, np.inf, 0.4])
+    with pytest.raises(OutputsError, match="2 of 5 validation outputs are NaN or infinite"):
+        OutputsProfile.fit("binary", outputs, np.array([0, 1, 1, 0, 1]))
