@@ -319,7 +319,7 @@ def _run_has_artifact(tracking: TrackingSettings, run_id: str, folder: str, name
     missing file is an answer here, an unreachable store stays an error)."""
     from mlflow import MlflowClient
 
-    client = MlflowClient(tracking_uri=tracking.uri)
+    client = MlflowClient(tracking_uri=tracking.uri, registry_uri=tracking.uri)
     listed = _registry_call(
         f"cannot list the {folder} artifacts of run {run_id}",
         client.list_artifacts,

@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from mlflow import MlflowClient
 
 from driftgate import registry
 from driftgate.gates.config import load_gate_config
@@ -16,6 +15,7 @@ from driftgate.monitors.rules import Monitor
 from driftgate.stores.samples import Sample, SqlSampleStore
 from driftgate.training.flavour import flavour_of
 from driftgate.training.inputs import model_inputs
+from tests.conftest import mlflow_client
 from tests.driftgate.stores.conftest import _postgres_database
 
 CALM = ("2040-01-01", "2040-01-02")
@@ -58,7 +58,7 @@ def monitored(request, trained_model, tmp_path_factory):
     config.monitoring = config.monitoring.model_copy(update={"evidently_report": False})
     config.home = str(folder / "home")
     version = trained_model.outcome.registered.version
-    MlflowClient(tracking_uri=config.tracking.uri).set_registered_model_alias(
+    mlflow_client(config.tracking.uri).set_registered_model_alias(
         config.model.name, registry.CHAMPION_ALIAS, version
     )
     data, spec = trained_model.data, trained_model.result.spec
@@ -162,7 +162,7 @@ def test_unsure_outputs_are_prediction_drift_and_an_estimated_drop_with_evidence
     assert review.observed == pytest.approx(accuracy.observed)
     detail = next(a.detail for a in verdict.actions if a.monitor == "accuracy-estimate")
     assert "a drop of" in detail and ">= 0.05 from the reference" in detail
-    run = MlflowClient(tracking_uri=monitored["config"].tracking.uri).get_run(verdict.run_id)
+    run = mlflow_client(monitored["config"].tracking.uri).get_run(verdict.run_id)
     metrics = run.data.metrics
     assert metrics["monitor.accuracy-estimate.estimate"] == pytest.approx(accuracy.observed)
     assert metrics["monitor.accuracy-estimate.standard_error"] > 0

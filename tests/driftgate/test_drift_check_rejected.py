@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 
 import pytest
-from mlflow import MlflowClient
 from scipy import stats
 
 from driftgate import registry
@@ -17,6 +16,7 @@ from driftgate.config.serving import ServingSettings
 from driftgate.gates.config import load_gate_config
 from driftgate.jobs import drift_check as job
 from driftgate.monitors.rules import Monitor
+from tests.conftest import mlflow_client
 from tests.driftgate.stores.conftest import _postgres_database
 from tests.serving.conftest import ThreadedService
 
@@ -62,7 +62,7 @@ def _replay(trained_model, tmp_path, sample_url):
         }
     )
     version = trained_model.outcome.registered.version
-    MlflowClient(tracking_uri=config.tracking.uri).set_registered_model_alias(
+    mlflow_client(config.tracking.uri).set_registered_model_alias(
         config.model.name, registry.CHAMPION_ALIAS, version
     )
     data = trained_model.data

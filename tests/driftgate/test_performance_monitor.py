@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from mlflow import MlflowClient
 
 from driftgate import registry
 from driftgate.gates.config import load_gate_config
@@ -20,6 +19,7 @@ from driftgate.stores.labels import LabelStore
 from driftgate.stores.samples import Sample, SqlSampleStore
 from driftgate.training.data import feature_matrix
 from driftgate.training.model import predict_proba
+from tests.conftest import mlflow_client
 from tests.driftgate.stores.conftest import _postgres_database
 
 GOOD = ("2040-01-01", "2040-01-02")
@@ -90,7 +90,7 @@ def setup(request, trained_model, tmp_path):
         )
         config.home = str(tmp_path / "home")
         version = trained_model.outcome.registered.version
-        MlflowClient(tracking_uri=config.tracking.uri).set_registered_model_alias(
+        mlflow_client(config.tracking.uri).set_registered_model_alias(
             config.model.name, registry.CHAMPION_ALIAS, version
         )
         test = trained_model.data.splits.test.iloc[:ROWS]
@@ -145,7 +145,7 @@ def test_a_real_drop_breaches_and_a_matching_window_does_not(setup):
     assert result.p_value < result.level
     assert [a.action for a in bad.actions] == ["open_review"]
     assert len(open_reviews(config)) == 1
-    run = MlflowClient(tracking_uri=config.tracking.uri).get_run(bad.run_id)
+    run = mlflow_client(config.tracking.uri).get_run(bad.run_id)
     assert run.data.metrics["monitor.auc-drop.labels"] == ROWS
     assert run.data.metrics["monitor.auc-drop.realized"] == pytest.approx(result.realized)
 
