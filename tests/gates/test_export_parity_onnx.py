@@ -18,16 +18,7 @@ from driftgate.gates.checks.export_parity import (
     comparison_rows,
 )
 from driftgate.training.flavour import TaskHead
-from driftgate.training.model import Standardization, TabularClassifier
-
-N_FEATURES = 3
-ROWS = np.random.default_rng(0).normal(size=(200, N_FEATURES)).astype(np.float32)
-LOWER, UPPER = ROWS.min(axis=0), ROWS.max(axis=0)
-
-
-def small_model() -> TabularClassifier:
-    torch.manual_seed(0)
-    return TabularClassifier(N_FEATURES, [8], 0.0, Standardization.fit(ROWS)).eval()
+from tests.gates.test_checks import LOWER, N_FEATURES, ROWS, UPPER, small_model
 
 
 class HalvesASingleRow(nn.Module):

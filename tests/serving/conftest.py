@@ -145,6 +145,16 @@ def records_of(frame, start: int, count: int) -> list[dict]:
     ]
 
 
+def wait_for(condition, timeout: float = 10.0, what: str = "condition"):
+    """Poll ``condition`` every 50 ms until it returns something truthy; return it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := condition():
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+
+
 def admin_headers(token: str = ADMIN_TOKEN) -> dict:
     return {"Authorization": f"Bearer {token}"}
 

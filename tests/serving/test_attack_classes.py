@@ -45,17 +45,8 @@ from tests.serving.conftest import (
     admin_headers,
     admin_token_env,
     records_of,
+    wait_for,
 )
-
-
-def wait_for(condition, timeout: float = 10.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
 
 
 def sqlite_settings(folder: Path, **extra) -> ServingSettings:

@@ -18,7 +18,7 @@ import pytest
 from driftgate.config import ModelSettings
 from driftgate.config.serving import ServingSettings
 from tests import hostile_models as hostile
-from tests.serving.conftest import ThreadedService, records_of
+from tests.serving.conftest import ThreadedService, records_of, wait_for
 
 MODEL = "served-hostile"
 POLL_SECONDS = 0.3
@@ -53,15 +53,6 @@ def settings(tmp_path) -> ServingSettings:
         model_poll_seconds=POLL_SECONDS,
         pause_poll_seconds=POLL_SECONDS,
     )
-
-
-def wait_for(condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := condition():
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_a_hostile_champion_is_refused_and_the_old_one_keeps_serving(

@@ -6,13 +6,11 @@ a champion without an ONNX model is refused at start and at a swap, naming the f
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
 from driftgate.config.serving import ServingSettings
-from tests.serving.conftest import ThreadedService, records_of
+from tests.serving.conftest import ThreadedService, records_of, wait_for
 
 POLL_SECONDS = 0.3
 PARITY = 1e-5
@@ -26,15 +24,6 @@ def settings_for(tmp_path, backend: str) -> ServingSettings:
         pause_poll_seconds=POLL_SECONDS,
         backend=backend,
     )
-
-
-def wait_for(condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := condition():
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture

@@ -4,14 +4,12 @@ real uvicorn server, on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from driftgate.config.serving import ServingSettings
 from driftgate.stores.samples import SqlSampleStore
 from tests.driftgate.stores.conftest import _postgres_database
-from tests.serving.conftest import ThreadedService, admin_headers, records_of
+from tests.serving.conftest import ThreadedService, admin_headers, records_of, wait_for
 
 CAP = 5
 
@@ -22,15 +20,6 @@ def sample_url(request, tmp_path):
         yield f"sqlite:///{tmp_path / 'samples.db'}"
     else:
         yield from _postgres_database()
-
-
-def wait_for(condition, timeout: float = 10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := condition():
-            return value
-        time.sleep(0.05)
-    raise AssertionError("condition not met in time")
 
 
 def test_rejected_records_are_stored_capped_counted_and_requests_logged(

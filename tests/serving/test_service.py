@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import time
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -24,6 +23,7 @@ from tests.serving.conftest import (
     admin_headers,
     admin_token_env,
     records_of,
+    wait_for,
 )
 
 POLL_SECONDS = 0.3
@@ -50,16 +50,6 @@ def service(registered, settings):
     registered.set_champion("1")
     with ThreadedService(registered.config, settings) as running:
         yield running
-
-
-def wait_for(condition, timeout: float = 10.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_health_and_readiness(service):
