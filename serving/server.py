@@ -24,28 +24,34 @@ def http_protocol():
         return "h11"
 
     class BoundedHeadHttpToolsProtocol(HttpToolsProtocol):
-        _reading_head = True
+        # Where a head starts and ends is the parser's word (its callbacks), not a
+        # search of the bytes: after a response that went out before its request's body
+        # was read, the end of that body, the next head and the start of the next body
+        # can come in one read, and a body counted as head was refused with 431.
+        _in_head = True  # a connection's first bytes are a head
         _head_bytes = 0
         _tail = b""  # the last bytes of the head so far: its end may straddle two reads
 
         def data_received(self, data: bytes) -> None:
-            if self._reading_head:
+            if self._in_head:  # refuse before parsing what would overflow the limit
                 window = self._tail + data
                 end = window.find(b"\r\n\r\n")
-                if end < 0:
-                    self._head_bytes += len(data)
-                    self._tail = window[-3:]
-                else:  # the head ends in this read; what follows is body, not head
-                    self._head_bytes += max(0, end + 4 - len(self._tail))
-                    self._reading_head, self._tail = False, b""
+                self._head_bytes += len(data) if end < 0 else max(0, end + 4 - len(self._tail))
+                self._tail = window[-3:]
                 if self._head_bytes > MAX_REQUEST_HEAD_BYTES:
                     self._refuse_head()
                     return
             super().data_received(data)
 
+        def on_headers_complete(self) -> None:
+            self._in_head = False
+            super().on_headers_complete()
+
         def on_message_complete(self) -> None:
-            # The next bytes are the next request's head.
-            self._reading_head, self._head_bytes, self._tail = True, 0, b""
+            # The next bytes are the next request's head. A head that starts in the
+            # middle of a read is counted from the next read on: at most one read
+            # (256 KiB) of it goes uncounted, which keeps the buffering bounded.
+            self._in_head, self._head_bytes, self._tail = True, 0, b""
             super().on_message_complete()
 
         def _refuse_head(self) -> None:
