@@ -6,7 +6,11 @@ its feature specs, its classes), never through a concrete class. Two flavours:
 
 * ``builtin`` — :class:`~driftgate.training.model.TabularClassifier`, the default;
 * ``factory`` — a user's ``nn.Module`` from ``model.factory: "pkg.mod:build"``, trained
-  by driftgate's trainer, or by the user's own loop ``model.train: "pkg.mod:fit"``.
+  by driftgate's trainer, or by the user's own loop ``model.train: "pkg.mod:fit"``;
+* ``train`` — ``model.train`` without a factory: the user's loop builds and trains the
+  module. Its weights are logged, but nothing can rebuild the module from them, so
+  :meth:`TrainFlavour.rebuild` refuses and the gate reports the checks needing a
+  rebuilt module (reload, export and registry parity) as not applicable.
 
 Every trainable module has ``logits(x)`` (the raw output the loss is computed on) and
 ``forward(x)`` (the task's output: binary P(class 1) ``(n,)``, multiclass one
@@ -47,6 +51,7 @@ ARCHITECTURE_FILE = "architecture.json"
 STATE_FILE = "state_dict.pt"
 BUILTIN = "builtin"
 FACTORY = "factory"
+TRAIN = "train"  # model.train without model.factory
 
 
 class OnnxExportError(DriftgateError, ValueError):
@@ -192,8 +197,14 @@ class ModelFlavour(Protocol):
         """The task's output for a float32 matrix, in eval mode, without gradients."""
 
 
+def plugin_setting(spec_or_flavour: ModelSpec | str) -> str:
+    """The setting a module comes from, as errors name it."""
+    flavour = getattr(spec_or_flavour, "flavour", spec_or_flavour)
+    return {FACTORY: "model.factory", TRAIN: "model.train"}.get(flavour, "the built-in model")
+
+
 class _TorchFlavour:
-    """What both torch flavours share: saving, loading, exporting, predicting."""
+    """What the torch flavours share: saving, loading, exporting, predicting."""
 
     name = ""
 
@@ -212,7 +223,7 @@ class _TorchFlavour:
         return flavour_of(spec).rebuild(spec, state), spec
 
     def export(self, model: nn.Module, example: np.ndarray) -> None:
-        setting = "model.factory" if self.name == FACTORY else "the built-in model"
+        setting = plugin_setting(self.name)
         model.eval()
         try:
             torch.export.export(model, (torch.as_tensor(example, dtype=torch.float32),))
@@ -223,7 +234,7 @@ class _TorchFlavour:
             ) from exc
 
     def export_onnx(self, model: nn.Module, example: np.ndarray) -> OnnxExport:
-        setting = "model.factory" if self.name == FACTORY else "the built-in model"
+        setting = plugin_setting(self.name)
         model.eval()
         batch = torch.export.Dim("batch", min=1)
         try:
@@ -328,7 +339,37 @@ class FactoryFlavour(_TorchFlavour):
         return model.eval()
 
 
-FLAVOURS: dict[str, ModelFlavour] = {BUILTIN: BuiltinFlavour(), FACTORY: FactoryFlavour()}
+class TrainFlavour(_TorchFlavour):
+    """``model.train`` without ``model.factory``: the user's loop builds the module.
+
+    The trained module is logged like any other (pt2 model, state dict), served from the
+    pt2 graph and gated through its pyfunc; without a factory no code knows how to build
+    the module the state dict belongs to, so it cannot be rebuilt from its weights.
+    """
+
+    name = TRAIN
+
+    def build(self, spec, params, train_x, train_y):
+        return None  # the user's loop builds it (run_user_training)
+
+    def rebuild(self, spec, state):
+        raise ConfigError(no_rebuild_reason(spec))
+
+
+def no_rebuild_reason(spec: ModelSpec) -> str:
+    """Why a ``model.train`` module without a factory cannot be rebuilt from its weights."""
+    return (
+        f"model.train {spec.train!r} without model.factory: no factory to rebuild the "
+        "module from its logged weights (set model.factory to have reload, export and "
+        "registry parity checked)"
+    )
+
+
+FLAVOURS: dict[str, ModelFlavour] = {
+    BUILTIN: BuiltinFlavour(),
+    FACTORY: FactoryFlavour(),
+    TRAIN: TrainFlavour(),
+}
 
 
 def flavour_of(spec: ModelSpec) -> ModelFlavour:
@@ -449,7 +490,8 @@ def output_shape_problem(spec: ModelSpec, output: np.ndarray, rows: int) -> str:
 
 def check_output_shape(model: nn.Module, spec: ModelSpec, example: np.ndarray) -> None:
     """Raise ModelOutputError (the ``output_shape`` model check) naming the setting."""
-    setting = f"model.factory {spec.factory!r}" if spec.flavour == FACTORY else "built-in model"
+    reference = {FACTORY: spec.factory, TRAIN: spec.train}.get(spec.flavour)
+    setting = f"{plugin_setting(spec)} {reference!r}" if reference else "built-in model"
     try:
         output = flavour_of(spec).predict(model, example)
     except DriftgateError:
@@ -468,12 +510,13 @@ def user_training(spec: ModelSpec, root: Path | None = None) -> Callable | None:
     return resolve_callable(spec.train, "model.train", root) if spec.train else None
 
 
-def run_user_training(fit: Callable, model: nn.Module, data: TrainingData,
+def run_user_training(fit: Callable, model: nn.Module | None, data: TrainingData,
                       params: TrainParams) -> nn.Module:  # fmt: skip
-    """Call ``fit(module, data, params)``; its module (raw outputs) wrapped as the task's."""
+    """Call ``fit(module, data, params)`` (``module`` None without a factory: the loop
+    builds its own); its module (raw outputs) wrapped as the task's."""
     spec = data.spec
     try:
-        trained = fit(model.core, data, params)
+        trained = fit(model.core if model is not None else None, data, params)
     except DriftgateError:
         raise
     except Exception as exc:

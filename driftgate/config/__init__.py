@@ -62,21 +62,13 @@ class ModelSettings(StrictModel):
     train: str | None = Field(
         None,
         pattern=_CALLABLE,
-        description="'package.module:function' training the factory's module with the "
-        "user's own loop; default: driftgate's trainer",
+        description="'package.module:function': the user's own training loop, given the "
+        "factory's module (None without model.factory: the loop builds its own) and "
+        "returning the trained nn.Module; default: driftgate's trainer",
     )
     params: dict[str, Any] = Field(
         default_factory=dict, description="extra arguments handed to the factory"
     )
-
-    @model_validator(mode="after")
-    def _train_needs_a_factory(self) -> ModelSettings:
-        if self.train is not None and self.factory is None:
-            raise ValueError(
-                "model.train needs model.factory too: the factory builds the module (the "
-                "gate rebuilds it from its weights), the train function fits it"
-            )
-        return self
 
 
 class TrackingSettings(StrictModel):

@@ -19,13 +19,19 @@ from driftgate import registry
 from driftgate.config import ProjectConfig
 from driftgate.core.yamlconfig import ConfigError
 from driftgate.environment import describe_environment
-from driftgate.gates.checks import GateInputs, run_checks
+from driftgate.gates.checks import GateInputs, NotApplicable, run_checks
 from driftgate.gates.config import GateConfig
 from driftgate.gates.metrics import evaluate_metric_gate
 from driftgate.gates.result import CheckResult, GateResult
 from driftgate.jobs.data import PreparedData, prepare_data
 from driftgate.training.evaluate import TASK_METRICS, task_metrics
-from driftgate.training.flavour import ModelSpec, flavour_of, set_plugin_root
+from driftgate.training.flavour import (
+    TRAIN,
+    ModelSpec,
+    flavour_of,
+    no_rebuild_reason,
+    set_plugin_root,
+)
 from driftgate.training.inputs import encode_target, model_inputs
 
 log = logging.getLogger(__name__)
@@ -198,15 +204,23 @@ def _trained_inputs(
     """What only a version driftgate trained has: its module rebuilt from the state dict,
     its train/validation metrics and training-data digest. An adopted version (trained
     elsewhere, ``driftgate adopt``) has none of them: the checks that need them are
-    reported as not applicable."""
+    reported as not applicable. A module built by the user's ``model.train`` loop
+    without a factory has its metrics and digest but cannot be rebuilt."""
     if registry.is_adopted(info.version_tags):
         from driftgate.jobs.adopt import NOT_APPLICABLE_INPUTS
 
         return dict(NOT_APPLICABLE_INPUTS)
     flavour = flavour_of(spec)
+    if spec.flavour == TRAIN:  # the user's loop built it: nothing can rebuild it
+        absent = NotApplicable(no_rebuild_reason(spec))
+        module = {"model": absent, "rebuild": absent}
+    else:
+        module = {
+            "model": flavour.rebuild(spec, state),
+            "rebuild": lambda: flavour.rebuild(spec, None),
+        }
     return {
-        "model": flavour.rebuild(spec, state),
-        "rebuild": lambda: flavour.rebuild(spec, None),
+        **module,
         "train_metrics": _split_metrics(info.run_metrics, "train"),
         "val_metrics": _split_metrics(info.run_metrics, "val"),
         # The candidate must have been trained on the data version evaluated here,

@@ -21,6 +21,7 @@ from driftgate.training.evaluate import HEADLINE_METRIC, prefixed, task_metrics
 from driftgate.training.flavour import (
     BUILTIN,
     FACTORY,
+    TRAIN,
     ModelSpec,
     TrainingData,
     check_output_shape,
@@ -55,7 +56,7 @@ def model_spec(config: ProjectConfig, data: PreparedData) -> ModelSpec:
         task=model.task,
         features=tuple(data.specs),
         classes=classes,
-        flavour=FACTORY if model.factory else BUILTIN,
+        flavour=FACTORY if model.factory else TRAIN if model.train else BUILTIN,
         factory=model.factory,
         train=model.train,
         params={
@@ -88,7 +89,8 @@ def fit_model(
     seed_everything(config.train.seed)
     flavour = flavour_of(spec)
     model = flavour.build(spec, config.train, train_x, train_y)
-    check_output_shape(model, spec, train_x[:2])
+    if model is not None:  # model.train without a factory: its loop builds the module
+        check_output_shape(model, spec, train_x[:2])
     if fit is not None:
         trained = run_user_training(
             fit, model, TrainingData(train_x, train_y, val_x, val_y, spec), config.train
@@ -152,7 +154,7 @@ def register_model(
     history = [{"train_loss": r.train_loss, "val_loss": r.val_loss} for r in result.history]
     spec = result.spec
     example = model_inputs(splits.validation.head(5), spec.features)
-    if spec.flavour == FACTORY:  # the built-in module is known to export
+    if spec.flavour != BUILTIN:  # the built-in module is known to export
         flavour_of(spec).export(result.model, example)
     headline = HEADLINE_METRIC[spec.task]
     second = "accuracy" if spec.task != "regression" else "rmse"
@@ -210,7 +212,7 @@ def _model_words(spec: ModelSpec, model) -> str:
         return f"TabularClassifier {tuple(spec.builtin.get('hidden_sizes', ()))}" + (
             f" ({spec.task})" if spec.task != "binary" else ""
         )
-    return f"{spec.factory} ({spec.task})"
+    return f"{spec.factory or spec.train} ({spec.task})"
 
 
 def fit_reference_profile(data: PreparedData, model_name: str):

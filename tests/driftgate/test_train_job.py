@@ -182,3 +182,65 @@ def test_reference_profile_is_logged_and_loads(trained_model, tmp_path):
     assert profile.rows == len(trained_model.data.splits.train)
     assert list(profile.features) == trained_model.data.features
     assert profile.metadata["data_digest"] == trained_model.outcome.data_digest
+
+
+OWN_LOOP = """
+import torch
+from torch import nn
+
+
+def fit(module, data, params):
+    assert module is None  # no model.factory: the loop builds its own module
+    torch.manual_seed(params.seed)
+    net = nn.Sequential(nn.Linear(data.train_x.shape[1], 8), nn.ReLU(), nn.Linear(8, 1))
+    x = torch.as_tensor(data.train_x)
+    y = torch.as_tensor(data.train_y, dtype=torch.float32)
+    optimiser = torch.optim.Adam(net.parameters(), lr=0.05)
+    for _ in range(60):
+        optimiser.zero_grad()
+        nn.functional.binary_cross_entropy_with_logits(net(x).squeeze(-1), y).backward()
+        optimiser.step()
+    return net
+"""
+
+
+def test_model_train_without_a_factory_registers_and_is_gated_without_rebuild_checks(
+    project_config, tmp_path
+):
+    """``model.train`` alone: the user's loop builds the module; it is logged, served
+    from pt2 like any version, and the checks that rebuild it from its weights are
+    NOT_APPLICABLE (no factory), the others run."""
+    import pandas as pd
+
+    from driftgate.config import load_config
+    from driftgate.gates.config import load_gate_config
+    from driftgate.jobs import promote as promote_job
+    from driftgate.jobs import train as job
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(400, 3)), columns=["a", "b", "c"])
+    frame["y"] = (frame["a"] - frame["b"] + 0.3 * rng.normal(size=400) > 0).astype(int)
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    (tmp_path / "own_loop.py").write_text(OWN_LOOP)
+    tracking = project_config.tracking  # the session's store, another model name
+    (tmp_path / "driftgate.yaml").write_text(
+        f"home: state\nmodel:\n  name: own-loop\n  train: own_loop:fit\n"
+        f"tracking:\n  uri: {tracking.uri}\n  artifact_location: {tracking.artifact_location}\n"
+        "data:\n  source: data.csv\n  target: y\n  reference_rows: 400\n"
+    )
+    config = load_config(tmp_path / "driftgate.yaml")
+    outcome = job.run_training(config, on_epoch=None)
+    assert outcome.metrics["test_roc_auc"] > 0.9
+    version = outcome.registered.version
+    tags = mlflow_client(tracking.uri).get_model_version("own-loop", version).tags
+    assert tags["driftgate.flavour"] == "train"
+    architecture, _ = registry.load_weights(tracking, outcome.registered.run_id)
+    assert (architecture["flavour"], architecture["train"]) == ("train", "own_loop:fit")
+
+    result = promote_job.evaluate_gates(config, load_gate_config(), version)
+    statuses = {c.name: c for c in result.checks}
+    for name in ("reload_parity", "registry_parity", "export_parity"):
+        assert statuses[name].not_applicable, statuses[name]
+        assert "model.train 'own_loop:fit' without model.factory" in statuses[name].message
+    for name in ("overfitting_roc_auc", "data_version", "output_shape", "finite_outputs"):
+        assert not statuses[name].not_applicable and statuses[name].passed, statuses[name]
