@@ -179,3 +179,85 @@ def test_contract_commands_refuse_a_bad_config_with_exit_2(project):
         )
         assert result.exit_code == 2, result.output
         assert "not_a_key: unknown key" in result.output
+
+
+# -- bad plug-ins through `driftgate train`: one message naming the setting ----------------
+
+PLUGINS = """
+from torch import nn
+
+
+def build(features, params):
+    return nn.Linear(len(features), 1)
+
+
+def build_dict(features, params):
+    return {"not": "a module"}
+
+
+def build_wide(features, params):  # two outputs for a binary task
+    return nn.Linear(len(features), 2)
+
+
+def fit_int(module, data, params):
+    return 3
+
+
+def fit_wide(module, data, params):  # model.train alone, the wrong shape
+    return nn.Linear(data.train_x.shape[1], 3)
+"""
+
+
+@pytest.mark.parametrize(
+    ("model", "code", "message"),
+    [
+        (
+            {"factory": "no_such_plugin:build"},
+            2,
+            "model.factory: cannot import module 'no_such_plugin'",
+        ),
+        ({"factory": "plug:missing"}, 2, "model.factory: module 'plug' has no function 'missing'"),
+        (
+            {"factory": "plug:build_dict"},
+            2,
+            "model.factory 'plug:build_dict' returned dict, expected a torch.nn.Module",
+        ),
+        (
+            {"factory": "plug:build_wide"},
+            1,
+            "model check output_shape failed: model.factory 'plug:build_wide': output shape "
+            "(2, 2) for 2 rows; a binary model (one output per row) returns (2,)",
+        ),
+        ({"train": "no_such_loop:fit"}, 2, "model.train: cannot import module 'no_such_loop'"),
+        (
+            {"factory": "plug:build", "train": "plug:fit_int"},
+            2,
+            "model.train 'plug:fit_int' returned int, expected a torch.nn.Module",
+        ),
+        ({"train": "plug:fit_int"}, 2, "model.train 'plug:fit_int' returned int"),
+        (
+            {"train": "plug:fit_wide"},
+            1,
+            "model check output_shape failed: model.train 'plug:fit_wide': output shape (2, 3)",
+        ),
+    ],
+)
+def test_a_bad_plugin_is_one_message_naming_the_setting_never_a_traceback(
+    tmp_path, model, code, message
+):
+    """(a) a factory that does not import, (b) one returning something else, (c) the
+    wrong output shape for the task, (d) a model.train that does not import or returns
+    something else: exit 2 (or 1 for the failed output_shape check) before MLflow."""
+    rows = "\n".join(f"{i % 7},{i % 3},{i % 2}" for i in range(40))
+    (tmp_path / "data.csv").write_text(f"a,b,y\n{rows}\n")
+    (tmp_path / "plug.py").write_text(PLUGINS)
+    settings = "".join(f"  {key}: {value}\n" for key, value in model.items())
+    (tmp_path / "driftgate.yaml").write_text(
+        f"home: state\nmodel:\n  name: bad-plugin\n{settings}"
+        "data:\n  source: data.csv\n  target: y\n  reference_rows: 40\n"
+    )
+    result = driftgate("--config", "driftgate.yaml", "train", cwd=tmp_path)
+    assert result.returncode == code, result.stderr
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "state" / "mlflow.db").exists()  # it failed before MLflow
