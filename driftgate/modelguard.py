@@ -1,4 +1,5 @@
-"""The allow-list of what driftgate may load: an MLflow PyTorch model in the pt2 format.
+"""The allow-list of what driftgate may load: an MLflow PyTorch model in the pt2 format,
+or an MLflow ONNX model.
 
 ``mlflow.pyfunc.load_model`` imports whatever ``python_function.loader_module`` the
 ``MLmodel`` file names, and that loader may unpickle any file it is pointed at; torch's
@@ -20,6 +21,23 @@ writes, checked against a real one logged with mlflow 3.17 and torch 2.13):
   records, the graph as JSON, weights and constants as raw tensor bytes that their JSON
   configs mark ``use_pickle: false``, and sample inputs as a ``torch.save`` archive whose
   pickle names only tensor-rebuilding globals.
+
+Or, for a model trained elsewhere that is not torch (``driftgate adopt``), the shape
+``mlflow.onnx.log_model`` writes (mlflow 3.17): its loader (``mlflow.onnx._load_pyfunc``)
+parses the ONNX protobuf and opens an ``onnxruntime.InferenceSession``; nothing in it
+unpickles. So:
+
+- ``MLmodel``: exactly the flavours ``onnx`` (``data: model.onnx``, no ``code``,
+  providers among the CPU/CUDA ones, only thread/mode/optimisation session options) and
+  ``python_function`` (``loader_module: mlflow.onnx``, ``data: model.onnx``, no ``code``);
+- beside it the same YAML/JSON/text files as above;
+- ``model.onnx``: an ONNX ``ModelProto`` (parsed as protobuf, external data not loaded)
+  whose operators are standard ONNX domains or the model's own functions (a custom
+  domain needs a native operator library), and whose external tensors name plain files
+  of the folder; those files hold raw tensor bytes (no pickle, no zip).
+
+Which rule set applies is read from the ``MLmodel`` (an ``onnx`` flavour: ONNX); each
+set refuses the other's flavours, so naming a flavour never widens what loads.
 
 A state dict (``weights/state_dict.pt`` beside ``architecture.json``) is checked the
 same way before ``torch.load(weights_only=True)`` reads it: a second lock in case the
@@ -47,6 +65,20 @@ MODEL_DATA = "data"
 LOADER_MODULE = "mlflow.pytorch"
 PYTORCH_PICKLE_MODULE = "mlflow.pytorch.pickle_module"
 ALLOWED_FLAVOURS = ("python_function", "pytorch")
+# An MLflow ONNX model (a model trained elsewhere that is not torch).
+PT2, ONNX = "pt2", "onnx"
+ONNX_FILE = "model.onnx"
+ONNX_LOADER_MODULE = "mlflow.onnx"
+ONNX_FLAVOURS = ("onnx", "python_function")
+_ONNX_KEYS = frozenset({"onnx_version", "data", "providers", "onnx_session_options", "code"})
+_ONNX_PROVIDERS = frozenset({"CPUExecutionProvider", "CUDAExecutionProvider"})
+_ONNX_SESSION_OPTIONS = frozenset(
+    {"inter_op_num_threads", "intra_op_num_threads", "execution_mode", "graph_optimization_level"}
+)
+# Operator domains onnxruntime implements itself; any other needs a native library.
+_ONNX_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml"})
+# An external tensor's file: a plain name inside the model's folder.
+_EXTERNAL_FILE = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9_.\-]{0,200}")
 
 # Files beside MLmodel and how each must parse; all are read by MLflow as YAML, JSON or
 # text, never unpickled. Nothing else may be in the folder.
@@ -159,11 +191,26 @@ def inspect_model_folder(folder: Path) -> list[Finding]:
     files = _files(folder, findings)
     if MLMODEL not in files:
         findings.append(Finding(MLMODEL, "missing: not an MLflow model"))
+    if model_format(folder) == ONNX:
+        return findings + _inspect_onnx_model(files)
     if PT2_FILE not in files:
         findings.append(Finding(PT2_FILE, "missing: not a PyTorch model in the pt2 format"))
     for name, path in files.items():
         findings += _inspect_file(name, path)
     return findings
+
+
+def model_format(folder: Path) -> str:
+    """``onnx`` when the folder's ``MLmodel`` names an ``onnx`` flavour, else ``pt2``:
+    which rule set judges the folder (each refuses the other's flavours)."""
+    path = Path(folder) / MLMODEL
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_TEXT_BYTES:
+            return PT2
+        flavours = _safe_yaml(path.read_text(encoding="utf-8")).get("flavors")
+    except Exception:
+        return PT2
+    return ONNX if isinstance(flavours, dict) and ONNX in flavours else PT2
 
 
 def inspect_weights_folder(folder: Path) -> list[Finding]:
@@ -327,7 +374,7 @@ def _safe_yaml(text: str):
 # -- MLmodel -----------------------------------------------------------------------------
 
 
-def _inspect_mlmodel(path: Path) -> list[Finding]:
+def _inspect_mlmodel(path: Path, kind: str = PT2) -> list[Finding]:
     # Parsed as mlflow.models.Model.load parses it (yaml.safe_load, the pure-Python
     # parser), so that the flavours judged here are the flavours MLflow will act on.
     try:
@@ -343,14 +390,17 @@ def _inspect_mlmodel(path: Path) -> list[Finding]:
     flavours = meta.get("flavors")
     if not isinstance(flavours, dict):
         return [*findings, Finding(MLMODEL, "no 'flavors' mapping")]
-    for flavour in sorted(set(flavours) - set(ALLOWED_FLAVOURS), key=str):
+    allowed = ONNX_FLAVOURS if kind == ONNX else ALLOWED_FLAVOURS
+    for flavour in sorted(set(flavours) - set(allowed), key=str):
         findings.append(
-            Finding(
-                MLMODEL,
-                f"flavour '{flavour}' is not allowed (only {', '.join(ALLOWED_FLAVOURS)})",
-            )
+            Finding(MLMODEL, f"flavour '{flavour}' is not allowed (only {', '.join(allowed)})")
         )
-    for flavour, check in (("pytorch", _pytorch_flavour), ("python_function", _pyfunc_flavour)):
+    checks = (
+        (("onnx", _onnx_flavour), ("python_function", _onnx_pyfunc_flavour))
+        if kind == ONNX
+        else (("pytorch", _pytorch_flavour), ("python_function", _pyfunc_flavour))
+    )
+    for flavour, check in checks:
         conf = flavours.get(flavour)
         if not isinstance(conf, dict):
             findings.append(Finding(MLMODEL, f"flavour '{flavour}' is missing"))
@@ -376,10 +426,10 @@ def _pytorch_flavour(conf: dict) -> list[str]:
     return reasons
 
 
-def _pyfunc_flavour(conf: dict) -> list[str]:
+def _pyfunc_flavour(conf: dict, loader: str = LOADER_MODULE, data: str = MODEL_DATA) -> list[str]:
     reasons = _unknown_keys(conf, _PYFUNC_KEYS)
-    reasons += _expect(conf, "loader_module", LOADER_MODULE)
-    reasons += _expect(conf, "data", MODEL_DATA)
+    reasons += _expect(conf, "loader_module", loader)
+    reasons += _expect(conf, "data", data)
     if "pickle_module_name" in conf:
         reasons += _expect(conf, "pickle_module_name", PYTORCH_PICKLE_MODULE)
     if conf.get("code") is not None:
@@ -397,9 +447,97 @@ def _pyfunc_flavour(conf: dict) -> list[str]:
     return reasons
 
 
+def _onnx_pyfunc_flavour(conf: dict) -> list[str]:
+    reasons = _pyfunc_flavour(conf, ONNX_LOADER_MODULE, ONNX_FILE)
+    if "pickle_module_name" in conf:  # mlflow.onnx unpickles nothing: nothing to name
+        reasons.append("pickle_module_name: not an allowed key of an ONNX model")
+    return reasons
+
+
+def _onnx_flavour(conf: dict) -> list[str]:
+    reasons = _unknown_keys(conf, _ONNX_KEYS)
+    reasons += _expect(conf, "data", ONNX_FILE)
+    if conf.get("code") is not None:
+        reasons.append(f"code: {conf['code']!r} ({_CODE_KEYS['code']})")
+    providers = conf.get("providers")
+    if providers is not None and (
+        not isinstance(providers, list)
+        or not all(isinstance(p, str) and p in _ONNX_PROVIDERS for p in providers)
+    ):
+        reasons.append(f"providers: {providers!r}; only {sorted(_ONNX_PROVIDERS)}")
+    options = conf.get("onnx_session_options")
+    if options is not None and (
+        not isinstance(options, dict)
+        or set(options) - _ONNX_SESSION_OPTIONS
+        or not all(isinstance(v, (int, str)) for v in options.values())
+    ):
+        reasons.append(f"onnx_session_options: {options!r}; only {sorted(_ONNX_SESSION_OPTIONS)}")
+    return reasons
+
+
 def _expect(conf: dict, key: str, value: str) -> list[str]:
     found = conf.get(key)
     return [] if found == value else [f"{key}: {found!r}; only {value!r} may load"]
+
+
+# -- ONNX ------------------------------------------------------------------------------
+
+
+def _inspect_onnx_model(files: dict[str, Path]) -> list[Finding]:
+    """The files of an MLflow ONNX model folder (see the module docstring)."""
+    if ONNX_FILE not in files:
+        return [Finding(ONNX_FILE, "missing: not an MLflow ONNX model")]
+    findings, external = _inspect_onnx(ONNX_FILE, files[ONNX_FILE])
+    for name in sorted(external - set(files)):
+        findings.append(Finding(name, f"missing: an external tensor file {ONNX_FILE} names"))
+    for name, path in files.items():
+        if name == ONNX_FILE:
+            continue
+        if name == MLMODEL:
+            findings += _parse_text(name, path, "yaml") or _inspect_mlmodel(path, ONNX)
+        elif name in _YAML_FILES or name in _JSON_FILES or name in _TEXT_FILES:
+            findings += _inspect_file(name, path)
+        elif name in external:
+            findings += _content_findings(name, path)  # raw tensor bytes: any bytes are floats
+        else:
+            findings += _content_findings(name, path) or [
+                Finding(name, "not an allowed file of an MLflow ONNX model")
+            ]
+    return findings
+
+
+def _inspect_onnx(name: str, path: Path) -> tuple[list[Finding], set[str]]:
+    """``model.onnx``: a ModelProto of standard operators; the external files it names."""
+    if content := _content_findings(name, path):
+        return content, set()
+    import onnx
+    from onnx.external_data_helper import _get_all_tensors
+
+    try:
+        model = onnx.load_model(str(path), load_external_data=False)
+    except Exception as exc:  # protobuf's DecodeError and friends
+        return [Finding(name, f"not an ONNX model ({type(exc).__name__})")], set()
+    findings: list[Finding] = []
+    own = {function.domain for function in model.functions}
+    domains = {o.domain for o in model.opset_import} | {n.domain for n in model.graph.node}
+    for domain in sorted(domains - _ONNX_DOMAINS - own):
+        findings.append(
+            Finding(name, f"operator domain '{domain}' is not standard ONNX (custom operators "
+                    "load native code)")
+        )  # fmt: skip
+    external: set[str] = set()
+    for tensor in _get_all_tensors(model):
+        if tensor.data_location != onnx.TensorProto.EXTERNAL:
+            continue
+        location = {entry.key: entry.value for entry in tensor.external_data}.get("location", "")
+        if _EXTERNAL_FILE.fullmatch(location) and ".." not in location:
+            external.add(location)
+        else:
+            findings.append(
+                Finding(name, f"tensor {tensor.name!r}: external data {location!r} is not a "
+                        "plain file of the model's folder")
+            )  # fmt: skip
+    return findings, external
 
 
 # -- archives ---------------------------------------------------------------------------

@@ -421,9 +421,33 @@ class UnsafeModelError(RegistryError):
         kind = (
             "a pickled model"
             if any(f.pickled for f in findings)
-            else "a model outside the allow-list (an MLflow PyTorch model in pt2 format)"
+            else "a model outside the allow-list"
         )
-        super().__init__(f"{label}: refusing to load {kind}: {modelguard.describe(findings)}")
+        super().__init__(
+            f"{label}: refusing to load {kind}: {modelguard.describe(findings)}. {LOADABLE}"
+        )
+
+
+# What to do instead, in every refusal of a model folder.
+LOADABLE = (
+    "driftgate loads nothing that unpickles: log a PyTorch model with "
+    "mlflow.pytorch.log_model (pt2, the default), any other model as ONNX with "
+    "mlflow.onnx.log_model (e.g. skl2onnx for scikit-learn)"
+)
+
+
+class OnnxPyfunc:
+    """An MLflow ONNX model's pyfunc answering as a torch one does: ``predict`` takes a
+    float32 matrix (or a frame) and returns the model's first output as an array (MLflow's
+    ONNX wrapper returns a dict of outputs for an array)."""
+
+    def __init__(self, pyfunc: Any) -> None:
+        self.pyfunc = pyfunc
+        self.metadata = pyfunc.metadata
+
+    def predict(self, data: Any) -> Any:
+        outputs = self.pyfunc.predict(np.asarray(data, dtype=np.float32))
+        return next(iter(outputs.values())) if isinstance(outputs, dict) else outputs
 
 
 def load_pyfunc(tracking: TrackingSettings, model_uri: str):
@@ -431,9 +455,9 @@ def load_pyfunc(tracking: TrackingSettings, model_uri: str):
 
     The model's files are downloaded once, checked against the allow-list and loaded
     from that same folder (nothing is fetched between the check and the load). Only an
-    MLflow PyTorch model in the ``pt2`` format (``torch.export``) passes; anything else,
-    such as a version logged with ``serialization_format="pickle"`` or a cloudpickled
-    pyfunc beside a genuine ``model.pt2``, raises UnsafeModelError.
+    MLflow PyTorch model in the ``pt2`` format (``torch.export``) or an MLflow ONNX model
+    passes; anything else, such as a version logged with ``serialization_format="pickle"``
+    or a cloudpickled pyfunc beside a genuine ``model.pt2``, raises UnsafeModelError.
     """
     import mlflow
 
@@ -452,7 +476,8 @@ def load_checked_model(folder: Path, label: str):
     import mlflow
 
     refuse_unsafe_model(folder, label)
-    return mlflow.pyfunc.load_model(str(folder))
+    pyfunc = mlflow.pyfunc.load_model(str(folder))
+    return OnnxPyfunc(pyfunc) if modelguard.model_format(folder) == modelguard.ONNX else pyfunc
 
 
 def refuse_unsafe_model(folder: Path, label: str) -> None:

@@ -52,7 +52,7 @@ TASK = "binary"  # the task adoption supports today (P(class 1) per row)
 
 _NO_MODULE = (
     "adopted model: no state dict or nn.Module class for driftgate to rebuild "
-    "(the logged pt2 program is what is gated and served)"
+    "(the logged pt2 program or ONNX model is what is gated and served)"
 )
 _NO_TRAINING_METRICS = "adopted model: its train/validation metrics were not recorded by driftgate"
 _NO_TRAINING_DATA = "adopted model: the data it was trained on is unknown to driftgate"
@@ -237,12 +237,16 @@ def labelled_metrics(frame: pd.DataFrame, probabilities: np.ndarray, target: str
 
 
 def environment_of(mlmodel: dict) -> dict[str, str]:
-    """Python and torch versions the model was logged with, read from its MLmodel
-    (what the environment gate check compares with this environment)."""
+    """Python and torch (or onnx) versions the model was logged with, read from its
+    MLmodel (what the environment gate check compares with this environment); an ONNX
+    model is marked ``model_format: onnx`` (torch does not run it)."""
     flavours = mlmodel.get("flavors") or {}
+    onnx = flavours.get("onnx")
     found = {
         "python": (flavours.get("python_function") or {}).get("python_version"),
         "torch": (flavours.get("pytorch") or {}).get("pytorch_version"),
+        "onnx": (onnx or {}).get("onnx_version") if isinstance(onnx, dict) else None,
+        "model_format": "onnx" if onnx is not None else None,
         "mlflow": mlmodel.get("mlflow_version"),
     }
     return {k: str(v) for k, v in found.items() if v}

@@ -3,7 +3,9 @@
 Name: ``environment``. Tasks: all. Needs: recorded_environment, current_environment.
 
 Threshold: the same ``major``, ``minor`` or ``patch`` release of each package in
-``require_same``; a version not recorded at training fails.
+``require_same``; a version not recorded at training fails. An ONNX model (adopted,
+recorded ``model_format: onnx``) is not run by torch: its torch entry is reported as
+not applicable, never compared nor passed as matching.
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ def check_environment(
         parts = _LEVELS[settings.level]
         mismatches, observed = [], []
         for package in settings.require_same:
+            if package == "torch" and recorded.get("model_format") == "onnx":
+                observed.append("torch not applicable (an ONNX model)")
+                continue
             built, here = recorded.get(package), current.get(package)
             observed.append(f"{package} {built or '?'} vs {here or '?'}")
             if built is None:

@@ -1,0 +1,248 @@
+"""Adopting a model that is not torch: an MLflow ONNX model (``mlflow.onnx.log_model``),
+loaded without unpickling (onnxruntime), through adopt -> gate -> serve -> drift-check.
+
+The ONNX model is a tiny torch module exported with ``torch.onnx.export``, as a team
+converting its model to ONNX would; driftgate never sees the torch module. A pickled
+pyfunc stays refused, saying what to do instead.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from driftgate import registry
+
+MODEL = "onnx-external"
+FEATURES = ["x0", "x1", "x2", "x3"]
+GATES = """
+promotion:
+  split: test
+  metrics:
+    - {metric: roc_auc, greater_is_better: true, threshold: 0.9}
+model_checks:
+  finite_outputs: {edge_samples: 64}
+  signature: {}
+  output_shape: {}
+  degenerate_output: {max_single_class_share: 0.98}
+  latency: {batch_sizes: [1, 64], repeats: 5, p50_ms: 500, p95_ms: 5000}
+  memory: {batch_size: 500, max_peak_mb: 512}
+  environment: {require_same: [python, torch], level: minor}
+  reload_parity: {}
+  export_parity: {format: onnx}
+  registry_parity: {}
+  overfitting: {metric: roc_auc}
+monitors:
+  - {name: mean-shift-kl, metric: kl, features: all, threshold: 0.3, schedule: "0 * * * *",
+     window: 1h, action: open_review, consecutive_breaches: 1}
+"""
+
+
+def _onnx_model(frame: pd.DataFrame):
+    """A logistic regression fitted in torch and exported to ONNX (P(class 1) per row)."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    net = nn.Linear(len(FEATURES), 1)
+    x = torch.as_tensor(frame[FEATURES].to_numpy(np.float32))
+    y = torch.as_tensor(frame["y"].to_numpy(np.float32))
+    optimiser = torch.optim.Adam(net.parameters(), lr=0.1)
+    for _ in range(100):
+        optimiser.zero_grad()
+        nn.functional.binary_cross_entropy_with_logits(net(x).squeeze(-1), y).backward()
+        optimiser.step()
+
+    class Probability(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.net = net
+
+        def forward(self, rows: torch.Tensor) -> torch.Tensor:
+            return torch.sigmoid(self.net(rows)).squeeze(-1)
+
+    program = torch.onnx.export(
+        Probability().eval(), (x[:3],), dynamo=True, report=False, verbose=False,
+        dynamic_shapes=({0: torch.export.Dim("batch", min=1)},),
+    )  # fmt: skip
+    return program.model_proto
+
+
+@pytest.fixture(scope="module")
+def adopted(project_config, tmp_path_factory):
+    import mlflow
+
+    from driftgate.config import load_config
+    from driftgate.jobs import adopt as job
+
+    root = tmp_path_factory.mktemp("adopt-onnx")
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(300, 4)).round(4), columns=FEATURES)
+    frame["y"] = (frame["x0"] + 0.3 * rng.normal(size=300) > 0).astype(int)
+    frame.to_csv(root / "reference.csv", index=False)
+    (root / "gates.yaml").write_text(GATES)
+    tracking = project_config.tracking  # the session's store, a model of its own
+    (root / "driftgate.yaml").write_text(
+        f"home: state\nmodel:\n  name: {MODEL}\ngates: gates.yaml\n"
+        f"tracking:\n  uri: {tracking.uri}\n  artifact_location: {tracking.artifact_location}\n"
+        "data:\n  source: reference.csv\n  target: y\n  reference_rows: 300\n"
+    )
+    config = load_config(root / "driftgate.yaml")
+    registry.connect(config.tracking)
+    example = np.zeros((3, len(FEATURES)), np.float32)
+    with mlflow.start_run():
+        logged = mlflow.onnx.log_model(
+            _onnx_model(frame.iloc[:210]),
+            name="model",
+            input_example=example,
+            # mlflow.onnx infers no signature from an example: give it, as for any model
+            signature=mlflow.models.infer_signature(example, np.zeros(3, np.float32)),
+            registered_model_name=MODEL,
+        )
+    version = str(logged.registered_model_version)
+    outcome = job.run_adoption(config, f"models:/{MODEL}/{version}", root / "reference.csv")
+    return {"root": root, "config": config, "version": version, "outcome": outcome}
+
+
+def test_an_onnx_model_passes_the_allow_list_and_is_adopted(adopted):
+    from driftgate import modelguard
+
+    outcome = adopted["outcome"]
+    assert outcome.changed and outcome.features == FEATURES
+    assert outcome.metrics["reference_roc_auc"] > 0.95
+    info = registry.version_info(adopted["config"].tracking, MODEL, adopted["version"])
+    assert info.environment["model_format"] == "onnx" and "torch" not in info.environment
+    model = registry.load_pyfunc(adopted["config"].tracking, outcome.model_uri)
+    assert isinstance(model, registry.OnnxPyfunc)
+    assert model.predict(np.zeros((5, 4), np.float32)).shape == (5,)
+    assert modelguard.ONNX_FILE == "model.onnx"
+
+
+def test_the_gate_runs_every_check_that_applies_and_torch_only_ones_are_not_applicable(adopted):
+    from driftgate.gates.config import load_gate_config
+    from driftgate.jobs import promote as promote_job
+
+    config = adopted["config"]
+    outcome = promote_job.run_promotion(config, load_gate_config(config.gates), adopted["version"])
+    checks = {c.name: c for c in outcome.result.checks}
+    torch_only = {"reload_parity", "export_parity", "registry_parity"}
+    training_only = {"overfitting", "data_version"}
+    assert {n for n, c in checks.items() if c.not_applicable} == torch_only | training_only
+    ran = set(checks) - torch_only - training_only
+    assert {"signature", "output_shape", "finite_outputs", "environment"} <= ran
+    assert all(checks[n].passed for n in ran), [checks[n] for n in ran if not checks[n].passed]
+    assert "torch not applicable (an ONNX model)" in checks["environment"].observed
+    assert outcome.promoted
+
+
+def test_the_onnx_champion_is_served_and_drift_checked(adopted):
+    from driftgate.gates.config import load_gate_config
+    from driftgate.jobs.drift_check import judge_recent
+    from tests.serving.conftest import ThreadedService
+
+    config = adopted["config"]
+    rng = np.random.default_rng(1)
+    production = pd.DataFrame(rng.normal(size=(120, 4)).round(4), columns=FEATURES)
+    production["x0"] += 2.0  # the injected shift
+    records = [{k: float(v) for k, v in row.items()} for row in production.to_dict("records")]
+    with ThreadedService(config, config.serving) as service:
+        response = service.client.post("/predict", json={"records": records})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["model_version"] == adopted["version"]
+    assert len(body["probabilities"]) == 120 and all(0 <= p <= 1 for p in body["probabilities"])
+    [verdict] = judge_recent(config, load_gate_config(config.gates), window="1h")
+    assert verdict.rows == 120 and verdict.breached == ["mean-shift-kl"]
+    assert verdict.results[0].breached_features == ["x0"]
+
+
+@pytest.mark.parametrize(
+    ("serialization", "refusal"),
+    [("cloudpickle", "a pickled model"), ("skops", "a model outside the allow-list")],
+)
+def test_a_scikit_learn_model_stays_refused_saying_to_log_it_as_onnx(
+    adopted, serialization, refusal
+):
+    """The allow-list did not widen: a pickled (or skops) scikit-learn pyfunc is refused
+    before it is read, and the refusal says why and what to do instead."""
+    import mlflow
+    from sklearn.linear_model import LogisticRegression
+
+    from driftgate.jobs import adopt as job
+
+    frame = pd.read_csv(adopted["root"] / "reference.csv")
+    model = LogisticRegression().fit(frame[FEATURES], frame["y"])
+    with mlflow.start_run():
+        logged = mlflow.sklearn.log_model(
+            model, name="model", registered_model_name=MODEL, serialization_format=serialization
+        )
+    uri = f"models:/{MODEL}/{logged.registered_model_version}"
+    with pytest.raises(registry.UnsafeModelError) as refused:
+        job.run_adoption(adopted["config"], uri, adopted["root"] / "reference.csv")
+    message = str(refused.value)
+    assert f"{uri}: refusing to load {refusal}: " in message
+    reasons = [str(f) for f in refused.value.findings]
+    assert (
+        "MLmodel: python_function.loader_module: 'mlflow.sklearn'; only 'mlflow.pytorch' may load"
+        in reasons
+    )
+    assert "any other model as ONNX with mlflow.onnx.log_model" in message
+    assert refused.value.exit_code == 3
+
+
+def _saved_onnx(folder, domain: str = "", weights: int = 4):
+    """An MLflow ONNX model folder of sigmoid(x @ w) built with onnx.helper."""
+    import mlflow
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.ones((4, weights), np.float32), "w")
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["z"]),
+        helper.make_node("Sigmoid", ["z"], ["p"], domain=domain),
+    ]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 4])],
+        [helper.make_tensor_value_info("p", TensorProto.FLOAT, [None, weights])], [w],
+    )  # fmt: skip
+    opsets = [helper.make_opsetid("", 20)] + ([helper.make_opsetid(domain, 1)] if domain else [])
+    mlflow.onnx.save_model(helper.make_model(graph, opset_imports=opsets), str(folder))
+    return folder
+
+
+def test_the_onnx_rules_refuse_custom_operators_escaping_data_and_mixed_flavours(tmp_path):
+    import onnx
+    import yaml
+
+    from driftgate import modelguard
+
+    assert modelguard.inspect_model_folder(_saved_onnx(tmp_path / "plain")) == []
+    big = _saved_onnx(tmp_path / "big", weights=600)  # tensors saved as external data
+    assert len(list(big.iterdir())) > 5 and modelguard.inspect_model_folder(big) == []
+
+    custom = modelguard.inspect_model_folder(_saved_onnx(tmp_path / "custom", "com.evil"))
+    assert [str(f) for f in custom] == [
+        "model.onnx: operator domain 'com.evil' is not standard ONNX (custom operators load "
+        "native code)"
+    ]
+
+    escape = _saved_onnx(tmp_path / "escape", weights=600)
+    proto = onnx.load(str(escape / "model.onnx"), load_external_data=False)
+    for entry in proto.graph.initializer[0].external_data:
+        if entry.key == "location":
+            entry.value = "../outside.data"
+    (escape / "model.onnx").write_bytes(proto.SerializeToString())
+    assert any(
+        "tensor 'w': external data '../outside.data' is not a plain file" in str(f)
+        for f in modelguard.inspect_model_folder(escape)
+    )
+
+    mixed = _saved_onnx(tmp_path / "mixed")
+    meta = yaml.safe_load((mixed / "MLmodel").read_text())
+    meta["flavors"]["pytorch"] = {"model_data": "data", "serialization_format": "pickle"}
+    meta["flavors"]["python_function"]["loader_module"] = "mlflow.pytorch"
+    (mixed / "MLmodel").write_text(yaml.safe_dump(meta))
+    assert {str(f) for f in modelguard.inspect_model_folder(mixed)} == {
+        "MLmodel: flavour 'pytorch' is not allowed (only onnx, python_function)",
+        "MLmodel: python_function.loader_module: 'mlflow.pytorch'; only 'mlflow.onnx' may load",
+    }
