@@ -139,11 +139,7 @@ def evaluate_gates(
     # The model first: the allow-list refuses a hostile version before anything else of
     # it is read.
     pyfunc = registry.load_pyfunc(tracking, f"models:/{name}/{candidate}")
-    if registry.is_adopted(info.version_tags):
-        # Trained elsewhere: no weights folder; a binary model on the data's features.
-        architecture, state = {}, None
-    else:
-        architecture, state = registry.load_weights(tracking, info.run_id)
+    architecture, state = _weights(tracking, info)
     spec = ModelSpec.from_dict(architecture, data.features)
     if spec.task != config.model.task:
         log.warning(
@@ -155,11 +151,8 @@ def evaluate_gates(
     champion_metrics = None
     if champion_for_comparison is not None:
         champion_model = registry.load_pyfunc(tracking, f"models:/{name}/{champion_for_comparison}")
-        champion_spec = ModelSpec.from_dict(
-            registry.load_weights(tracking, registry.version_info(
-                tracking, name, champion_for_comparison).run_id)[0],
-            data.features,
-        )  # fmt: skip
+        champion_info = registry.version_info(tracking, name, champion_for_comparison)
+        champion_spec = ModelSpec.from_dict(_weights(tracking, champion_info)[0], data.features)
         if champion_spec.task == spec.task and champion_spec.classes == spec.classes:
             _, champion_metrics = _metrics_on(champion_model.predict, held_out, data, spec)
         else:
@@ -196,6 +189,14 @@ def evaluate_gates(
         )
     result.checks.extend(run_checks("model_checks", inputs))
     return result
+
+
+def _weights(tracking, info: registry.VersionInfo) -> tuple[dict, dict | None]:
+    """A version's ``architecture.json`` and state dict; an adopted version (trained
+    elsewhere) has no weights folder: a binary model on the data's features."""
+    if registry.is_adopted(info.version_tags):
+        return {}, None
+    return registry.load_weights(tracking, info.run_id)
 
 
 def _trained_inputs(

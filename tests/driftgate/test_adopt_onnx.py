@@ -20,7 +20,7 @@ GATES = """
 promotion:
   split: test
   metrics:
-    - {metric: roc_auc, greater_is_better: true, threshold: 0.9}
+    - {metric: roc_auc, greater_is_better: true, threshold: 0.9, min_absolute_change: -0.05}
 model_checks:
   finite_outputs: {edge_samples: 64}
   signature: {}
@@ -246,3 +246,30 @@ def test_the_onnx_rules_refuse_custom_operators_escaping_data_and_mixed_flavours
         "MLmodel: flavour 'pytorch' is not allowed (only onnx, python_function)",
         "MLmodel: python_function.loader_module: 'mlflow.pytorch'; only 'mlflow.onnx' may load",
     }
+
+
+def test_a_second_version_is_gated_against_an_adopted_champion(adopted):
+    """The champion (v of the fixture, promoted above) was adopted: it has no weights
+    folder, and the candidate is still scored against it on the same rows."""
+    import mlflow
+
+    from driftgate.gates.config import load_gate_config
+    from driftgate.jobs import adopt as job
+    from driftgate.jobs import promote as promote_job
+
+    config, root = adopted["config"], adopted["root"]
+    frame = pd.read_csv(root / "reference.csv")
+    example = np.zeros((3, len(FEATURES)), np.float32)
+    with mlflow.start_run():
+        logged = mlflow.onnx.log_model(
+            _onnx_model(frame.iloc[:150]), name="model", input_example=example,
+            signature=mlflow.models.infer_signature(example, np.zeros(3, np.float32)),
+            registered_model_name=MODEL,
+        )  # fmt: skip
+    candidate = str(logged.registered_model_version)
+    job.run_adoption(config, f"models:/{MODEL}/{candidate}", root / "reference.csv")
+    result = promote_job.evaluate_gates(config, load_gate_config(config.gates), candidate)
+    assert result.champion == adopted["version"] != candidate
+    # scored against the champion on the same rows (it failed: no weights folder to read)
+    [versus] = [c for c in result.checks if c.name == "test_roc_auc_vs_champion_abs"]
+    assert " vs " in versus.observed, versus
