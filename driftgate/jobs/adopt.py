@@ -8,8 +8,8 @@ registered first as a version of ``model.name``):
    else every column but the target and ``date``, in file order);
 2. resolve the version; refuse one driftgate trained, and one adopted before from
    other reference data (the same reference again changes nothing);
-3. load the model through the allow-list (:mod:`driftgate.modelguard`: pt2 only, no
-   pickle; a refusal is exit 3);
+3. load the model through the allow-list (:mod:`driftgate.modelguard`: a pt2 PyTorch
+   model or an ONNX model, no pickle; a refusal is exit 3);
 4. check its logged signature against the reference columns and dtypes (exit 2 naming
    the columns) and its outputs (a binary model returns P(class 1) per row);
 5. fit what a trained version carries: the reference profile (drift checks; with the
