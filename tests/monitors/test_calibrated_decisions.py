@@ -165,13 +165,15 @@ def test_the_engine_decides_as_the_bound_the_benchmark_simulates_with(normal_pro
             assert result.drifted == (result.value >= bound.min_detectable)
 
 
-def test_p_values_are_calibrated_at_5_percent_for_no_drift_windows(normal_profile):
+@pytest.mark.parametrize("test", ["kl", "psi", "js", "ks"])
+def test_p_values_are_calibrated_at_5_percent_for_no_drift_windows(normal_profile, test):
     hits = total = 0
     for rows in (30, 300, 3_000):
         for window in windows(rows, 60, 10 + rows):
             report = check_drift(
-                normal_profile, window, tests=["kl"], thresholds={"kl": 0.0}, levels={"kl": 0.05}
-            )
+                normal_profile, window, tests=[test], thresholds={test: 0.0},
+                levels={test: 0.05}, effect_size_floor={test: 0.0},
+            )  # fmt: skip
             hits += sum(r.drifted for r in report.results)
             total += len(report.results)
     assert abs(hits / total - 0.05) < 3 * math.sqrt(0.05 * 0.95 / total)
