@@ -416,7 +416,7 @@ def _decide_calibrated(result: DriftResult, reference, counts, level: float) -> 
     significant at ``level`` for this window's size; ``insufficient_data`` when no
     outcome of this size could be (see :mod:`monitors.nulls`)."""
     from driftgate.monitors.nulls import calibrated
-    from driftgate.monitors.stattests.ks import ks_p_value
+    from driftgate.monitors.stattests.ks import ks_no_drift, ks_p_value
 
     result.level = level
     if result.direction == "p_value":
@@ -432,6 +432,9 @@ def _decide_calibrated(result: DriftResult, reference, counts, level: float) -> 
                     f"{level:.3g}"
                 )
                 return
+            expected, critical = ks_no_drift(reference.non_missing, counts.non_missing, level)
+            result.bias_corrected = result.value - expected
+            result.min_detectable = max(floor, critical)
         large_enough = result.effect_size is not None and result.effect_size >= floor
         result.drifted = bool(result.p_value <= level and large_enough)
         return

@@ -379,6 +379,8 @@ class MonitorResult:
     level: float | None = None
     bias_corrected: float | None = None
     min_detectable: float | None = None
+    # p-value tests: the smallest effect size that may count as drift (shown, settable).
+    effect_size_floor: float | None = None
     # Metric-specific facts for the report (an estimate's value, sampling error, ...).
     details: dict = field(default_factory=dict)
     # Performance monitors: labelled records, the realized metric and its interval, and
@@ -544,6 +546,7 @@ def evaluate_monitor(
         level=evaluated[0].level,
         bias_corrected=_largest(r.bias_corrected for r in evaluated),
         min_detectable=_largest(r.min_detectable for r in evaluated),
+        effect_size_floor=_largest(r.effect_size_floor for r in evaluated),
     )
 
 

@@ -6,10 +6,19 @@ tests, or a future multi-model server — from sharing or clashing on metric nam
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+log = logging.getLogger(__name__)
+
+# A monitor's verdict on its newest window; one gauge per status (a Prometheus state set),
+# so ``insufficient_data`` shows as itself, never as a pass.
+MONITOR_STATUSES = ("ok", "insufficient_data", "no_data", "error")
 
 # Paths the metrics label by name; anything else is "other" (bounded label values).
 KNOWN_PATHS = frozenset(
@@ -109,6 +118,11 @@ class ServiceMetrics:
             "driftgate_model_version", "Version of the champion being served.", registry=r
         )
 
+    def watch_monitors(self, read_statuses: Callable[[], list[dict]]) -> None:
+        """Expose each monitor's latest verdict (read from the monitor state store at
+        every scrape: the drift check runs in another process)."""
+        self.registry.register(MonitorStatusCollector(read_statuses))
+
     def record_commit(self, requests: int, samples: int, seconds: float) -> None:
         self.samples_written.inc(samples)
         self.batch_requests.observe(requests)
@@ -117,6 +131,63 @@ class ServiceMetrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class MonitorStatusCollector:
+    """The drift check's latest verdict per monitor, as gauges labelled by monitor.
+
+    A store that cannot be read makes ``driftgate_monitor_status_readable`` 0 and the
+    scrape still answers: the monitors' store never decides whether the service works.
+    """
+
+    def __init__(self, read_statuses: Callable[[], list[dict]]) -> None:
+        self.read_statuses = read_statuses
+
+    def describe(self):  # no read at registration time
+        return []
+
+    def collect(self):
+        readable = GaugeMetricFamily(
+            "driftgate_monitor_status_readable",
+            "1 when the monitors' latest verdicts could be read from their store.",
+        )
+        try:
+            statuses = self.read_statuses()
+        except Exception as exc:  # logged; the scrape goes on without the verdicts
+            log.warning("cannot read the monitors' latest verdicts: %s", exc)
+            readable.add_metric([], 0)
+            yield readable
+            return
+        readable.add_metric([], 1)
+        yield readable
+        labels = ["monitor", "metric", "model_version"]
+        status = GaugeMetricFamily(
+            "driftgate_monitor_status",
+            "1 for the status of the monitor's newest judged window (ok, insufficient_data, "
+            "no_data, error), 0 for the others.",
+            labels=[*labels, "status"],
+        )
+        figures = {
+            "breached": "1 when the newest window breached the monitor's rule.",
+            "fired": "1 when the newest window fired the monitor's action.",
+            "observed": "The monitor's observed value on its newest window.",
+            "p_value": "The p-value of the newest window's calibrated decision.",
+            "level": "The per-feature level that p-value was compared with.",
+            "window_end_seconds": "End of the newest window judged (Unix time).",
+        }
+        families = {
+            name: GaugeMetricFamily(f"driftgate_monitor_{name}", text, labels=labels)
+            for name, text in figures.items()
+        }
+        for row in statuses:
+            values = [row["monitor"], row["metric"], str(row["model_version"])]
+            for name in MONITOR_STATUSES:
+                status.add_metric([*values, name], 1.0 if row["status"] == name else 0.0)
+            for name, family in families.items():
+                if row.get(name) is not None:
+                    family.add_metric(values, float(row[name]))
+        yield status
+        yield from families.values()
 
 
 class MetricsMiddleware:

@@ -19,6 +19,7 @@ from driftgate.serving.validation import build_checker
 from driftgate.serving.writer import GroupCommitWriter
 from driftgate.stores.control import ControlStore
 from driftgate.stores.labels import LabelStore
+from driftgate.stores.monitor_state import MonitorStateStore
 from driftgate.stores.samples import SqlSampleStore
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,7 @@ class ServiceState:
     # Rejected traffic and the requests log (issue 16); None when switched off.
     rejected_budget: RejectedBudget | None = None
     requests: RequestLog | None = None
+    monitor_verdicts: MonitorVerdicts | None = None  # for /metrics
 
 
 def liveness_problems(svc: ServiceState) -> list[str]:
@@ -128,6 +130,9 @@ def open_service(
     watch = StoreWatch(samples, control)
     watch.start()  # before the first request: readiness is known from the start
 
+    verdicts = MonitorVerdicts(config, settings, model_name)
+    metrics.watch_monitors(verdicts)
+
     requests = None
     if settings.log_requests:
         requests = RequestLog(
@@ -174,7 +179,30 @@ def open_service(
             RejectedBudget(settings.rejected_max_per_minute) if settings.log_rejected else None
         ),
         requests=requests,
+        monitor_verdicts=verdicts,
     )
+
+
+class MonitorVerdicts:
+    """Reads the monitors' latest verdicts for ``/metrics``: the drift check keeps them
+    beside its hysteresis state (``monitoring.review_store_url``, by default the control
+    store). Opened at the first scrape, so a monitoring store that is down never keeps
+    the service from starting."""
+
+    def __init__(self, config: ProjectConfig, settings: ServingSettings, model_name: str):
+        self.url = config.monitoring.review_store_url or settings.control_store(config.home_dir)
+        self.sqlite_synchronous = settings.sqlite_synchronous
+        self.model_name = model_name
+        self.store: MonitorStateStore | None = None
+
+    def __call__(self) -> list[dict]:
+        if self.store is None:
+            self.store = MonitorStateStore(self.url, sqlite_synchronous=self.sqlite_synchronous)
+        return self.store.latest_statuses(self.model_name)
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
 
 
 def close_service(state: ServiceState) -> None:
@@ -189,3 +217,5 @@ def close_service(state: ServiceState) -> None:
     state.control.close()
     if state.labels is not None:
         state.labels.close()
+    if state.monitor_verdicts is not None:
+        state.monitor_verdicts.close()

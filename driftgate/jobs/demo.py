@@ -123,6 +123,8 @@ def run_loop(config: ProjectConfig, config_arg: str | None, flows: DemoFlows, sa
             actions = "; ".join(a["detail"][:90] for a in window["actions"] if a["changed"]) or "-"
             span = f"{window['window'][0][:10]}..{window['window'][1][:10]}"
             breached = ", ".join(window["breached"]) or "-"
+            if window["insufficient_data"]:  # never a pass, never a breach: said as such
+                breached += f" (insufficient data: {', '.join(window['insufficient_data'])})"
             say(f"  {span}  {window['rows']:>4} rows  breached: {breached:<28} {actions}")
             points.append((end, window["metrics"]))
             end += pd.Timedelta(days=365)
@@ -166,8 +168,24 @@ def run_loop(config: ProjectConfig, config_arg: str | None, flows: DemoFlows, sa
             tags={"driftgate.model_name": config.model.name},
             artifacts={"plots": plots},
         )
+        say_plans(config, say)
     finally:
         stop_service(service)
+
+
+def say_plans(config: ProjectConfig, say: Say, within: int = 12) -> None:
+    """What the gate config's rules promise at a real service's traffic, rather than
+    the demo's yearly windows: ``driftgate monitors plan`` at one request a minute (60
+    rows an hour, where KL 0.1 is too few rows to decide) and at 1,000 an hour."""
+    from driftgate.gates.config import load_gate_config
+    from driftgate.jobs.monitor_plan import describe, plan_monitors
+
+    gates = load_gate_config(config.gates)
+    for rows in (60, 1_000):
+        say(f"\n== 7. `driftgate monitors plan --rows-per-window {rows}` ==")
+        plans = plan_monitors(config, gates, rows_per_window=rows, within=within)
+        for line in describe(plans, within).splitlines():
+            say(f"  {line}")
 
 
 # -- the closed loop: serve, replay production, check each window, act -------------------

@@ -17,17 +17,24 @@ Their hysteresis counts breaching windows in *window* order over these rows, wha
 order they were judged in, so a window judged again is counted once, with its latest
 verdict; the action ledger still acts at most once per window.
 
+The latest verdict of each monitor (``driftgate_monitor_status``, created when missing:
+status, breached, fired, observed value, p-value and level of the newest window judged)
+is what the service shows on ``/metrics``, so a dashboard sees a monitor that is
+``insufficient_data`` as such instead of as a quiet pass.
+
 Same databases as the review store: SQLite by default, PostgreSQL by URL.
 """
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 
 from sqlalchemy import (
     BigInteger,
     Boolean,
     Column,
+    Float,
     Integer,
     MetaData,
     String,
@@ -50,6 +57,7 @@ from driftgate.stores.reviews import _iso, _us
 MONITOR_STATE_TABLE = "driftgate_monitor_state"
 MONITOR_ACTIONS_TABLE = "driftgate_monitor_actions"
 PERFORMANCE_WINDOWS_TABLE = "driftgate_performance_windows"
+MONITOR_STATUS_TABLE = "driftgate_monitor_status"
 
 _metadata = MetaData()
 monitor_state_table = Table(
@@ -88,6 +96,26 @@ performance_windows_table = Table(
     Column("labels", Integer, nullable=False),  # labelled records when last judged
     Column("status", String(32), nullable=False),
     Column("breached", Boolean, nullable=False),
+    Column("judged_at_us", BigInteger, nullable=False),
+)
+
+# The newest window judged per model and monitor, whatever the version: the service
+# serves the champion by name and labels the gauges with the version judged.
+monitor_status_table = Table(
+    MONITOR_STATUS_TABLE,
+    _metadata,
+    Column("model_name", String(256), primary_key=True),
+    Column("monitor", String(256), primary_key=True),
+    Column("model_version", String(64), nullable=False),
+    Column("metric", String(256), nullable=False),
+    Column("window_start_us", BigInteger, nullable=False),
+    Column("window_end_us", BigInteger, nullable=False),
+    Column("status", String(32), nullable=False),
+    Column("breached", Boolean, nullable=False),
+    Column("fired", Boolean, nullable=False),
+    Column("observed", Float),
+    Column("p_value", Float),
+    Column("level", Float),
     Column("judged_at_us", BigInteger, nullable=False),
 )
 
@@ -299,6 +327,60 @@ class MonitorStateStore:
         with self.engine.connect() as connection:
             return [(_iso(a), _iso(b), int(n)) for a, b, n in connection.execute(query)]
 
+    # -- latest verdicts (for /metrics) ----------------------------------------------
+    def record_status(
+        self,
+        *,
+        model_name: str,
+        model_version: str,
+        result: MonitorResult,
+        firing: Firing,
+        window_start: datetime | str,
+        window_end: datetime | str,
+    ) -> None:
+        """Keep ``result`` as the monitor's latest verdict unless a newer window was
+        judged already (a catch-up of older windows does not overwrite it)."""
+        start, end = _us(window_start), _us(window_end)
+        table = monitor_status_table
+        key = and_(table.c.model_name == model_name, table.c.monitor == result.monitor)
+        values = {
+            "model_version": model_version,
+            "metric": result.metric,
+            "window_start_us": start,
+            "window_end_us": end,
+            "status": result.status,
+            "breached": bool(result.breached),
+            "fired": bool(firing.fire),
+            "observed": _finite_or_none(result.observed),
+            "p_value": _finite_or_none(result.p_value),
+            "level": _finite_or_none(result.level),
+            "judged_at_us": _us(datetime.now(UTC)),
+        }
+        with write_transaction(self.engine) as connection:
+            row = connection.execute(select(table.c.window_end_us).where(key)).first()
+            if row is None:
+                connection.execute(
+                    insert(table).values(model_name=model_name, monitor=result.monitor, **values)
+                )
+            elif end >= row[0]:
+                connection.execute(update(table).where(key).values(**values))
+
+    def latest_statuses(self, model_name: str) -> list[dict]:
+        """Each monitor's latest verdict for ``model_name``, by monitor name."""
+        table = monitor_status_table
+        query = select(table).where(table.c.model_name == model_name).order_by(table.c.monitor)
+        with self.engine.connect() as connection:
+            rows = connection.execute(query).mappings().all()
+        return [
+            {
+                **{k: v for k, v in row.items() if not k.endswith("_us")},
+                "window_start": _iso(row["window_start_us"]),
+                "window_end": _iso(row["window_end_us"]),
+                "window_end_seconds": row["window_end_us"] / 1e6,
+            }
+            for row in rows
+        ]
+
     # -- action ledger ---------------------------------------------------------------
     def action_taken(
         self, model_name: str, model_version: str, monitor: str, window_start, window_end
@@ -344,3 +426,7 @@ class MonitorStateStore:
             # Two runs acted on the same window at once; each action is idempotent on its
             # own store, so the first record is as true as the second.
             pass
+
+
+def _finite_or_none(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(value) else float(value)

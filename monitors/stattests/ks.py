@@ -21,6 +21,7 @@ bound of the true statistic, larger by at most ``details["statistic_error_bound"
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -81,6 +82,16 @@ def ks_p_value(statistic: float, n_ref: int, n_cur: int) -> tuple[float, float, 
     effective_n = m * n / (m + n)
     p_value = stats.kstwo.sf(statistic, np.round(effective_n))
     return statistic, float(np.clip(p_value, 0, 1)), "asymp"
+
+
+@functools.lru_cache(maxsize=4096)
+def ks_no_drift(n_ref: int, n_cur: int, level: float) -> tuple[float, float]:
+    """Expected D with no drift, and the smallest D significant at ``level``, for these
+    sizes: Kolmogorov's distribution at the effective size ``n m / (n + m)`` (what
+    :func:`ks_p_value` uses past the exact range; a close bound inside it)."""
+    m, n = sorted([float(n_ref), float(n_cur)], reverse=True)
+    effective_n = max(1, round(m * n / (m + n)))
+    return float(stats.kstwo.mean(effective_n)), float(stats.kstwo.isf(level, effective_n))
 
 
 def ks_test(reference: NumericProfile, current: NumericWindow) -> TestOutcome:

@@ -14,6 +14,7 @@ from driftgate import registry
 from driftgate.gates.config import load_gate_config
 from driftgate.jobs import drift_check as job
 from driftgate.stores.control import ControlStore
+from driftgate.stores.factories import monitor_state_store
 from driftgate.stores.samples import Sample, SqlSampleStore
 from tests.conftest import mlflow_client
 
@@ -316,6 +317,14 @@ def test_a_single_request_is_insufficient_data_and_opens_no_review(monitored):
     assert run.data.metrics["monitor.mean-shift-kl.insufficient_data"] == 1.0
     assert "mean-shift-kl" in run.data.tags["driftgate.insufficient_data"]
     assert "insufficient_data" in verdict.markdown()
+    # ... and on the service's /metrics, through the monitors' latest verdicts.
+    state = monitor_state_store(config)
+    try:
+        latest = {row["monitor"]: row for row in state.latest_statuses(config.model.name)}
+    finally:
+        state.close()
+    assert latest["mean-shift-kl"]["status"] == "insufficient_data"
+    assert latest["mean-shift-kl"]["window_end"].startswith("2036-01-02")
 
 
 def test_an_older_window_that_breaches_says_why_it_does_not_fire(monitored):
@@ -340,3 +349,27 @@ def test_monitors_plan_reads_the_champion_and_warns_at_low_traffic(monitored):
         monitor_plan.plan_monitors(config, gates)  # no sample in the last day
     (line,) = monitor_plan.deploy_warnings(config, gates)
     assert line.startswith("monitors plan skipped")
+
+
+def test_a_window_already_acted_on_says_so_and_the_report_shows_corrected_and_floor():
+    """Issue 15 item 4: a re-run of a window acted on changes nothing and says why; the
+    table carries the bias-corrected value and the effect-size floor."""
+    from driftgate.monitors.actions import ActionTaken
+    from driftgate.monitors.rules import Firing, MonitorResult
+
+    ks = MonitorResult(
+        monitor="shape-ks", metric="ks", action="open_review", threshold=0.05, breached=True,
+        observed=1e-9, p_value=1e-9, level=1e-5, bias_corrected=0.21, min_detectable=0.07,
+        effect_size_floor=0.05,
+    )  # fmt: skip
+    verdict = job.WindowVerdict(
+        model_name="m", model_version="1", start=pd.Timestamp("2030-01-01", tz="UTC"),
+        end=pd.Timestamp("2030-01-02", tz="UTC"), rows=500, contract_passed=True,
+        results=[ks], firings={"shape-ks": Firing(1, True)},
+        actions=[ActionTaken("shape-ks", "open_review", "review r-1 updated", "r-1", False)],
+    )  # fmt: skip
+    (row,) = verdict.summary_rows()
+    assert row["why"] == "already acted on this window: review r-1 updated"
+    assert (row["corrected"], row["floor"], row["detectable"]) == ("0.21", "0.05", "0.07")
+    header = verdict.markdown().splitlines()[4]
+    assert "| corrected |" in header and "| floor |" in header

@@ -128,6 +128,31 @@ def test_a_real_shift_on_a_large_window_breaches_with_its_evidence(normal_profil
     assert not report.result("x1", "kl").drifted
 
 
+def test_ks_reports_its_bias_corrected_d_and_the_smallest_d_its_window_could_flag(
+    normal_profile,
+):
+    """KS's min_detectable was its effect-size floor alone: on a small window the
+    smallest significant D is far above it, and that is what a user needs to read."""
+    level = 1e-4
+    small, large = (
+        check_drift(normal_profile, next(windows(rows, 1, 9)), tests=["ks"], levels={"ks": level})
+        for rows in (60, 20_000)
+    )
+    for report, rows in ((small, 60), (large, 20_000)):
+        r = report.result("x1", "ks")
+        assert not r.drifted and r.effect_size_floor == pytest.approx(0.05)
+        # scipy's exact/asymptotic KS at these sizes is the reference: the smallest
+        # detectable D is where its p-value crosses the level.
+        effective = round(10_000 * rows / (10_000 + rows))
+        assert r.min_detectable == pytest.approx(
+            max(0.05, stats.kstwo.isf(level, effective)), rel=1e-6
+        )
+        assert r.bias_corrected == pytest.approx(r.value - stats.kstwo.mean(effective))
+    assert small.result("x1", "ks").min_detectable > 0.2  # 60 rows: only a large D
+    assert large.result("x1", "ks").min_detectable == pytest.approx(0.05)  # the floor
+    assert abs(large.result("x1", "ks").bias_corrected) < 0.01  # no drift: near 0
+
+
 def test_the_engine_decides_as_the_bound_the_benchmark_simulates_with(normal_profile):
     level = 1e-3
     for rows in (40, 300):
@@ -140,13 +165,15 @@ def test_the_engine_decides_as_the_bound_the_benchmark_simulates_with(normal_pro
             assert result.drifted == (result.value >= bound.min_detectable)
 
 
-def test_p_values_are_calibrated_at_5_percent_for_no_drift_windows(normal_profile):
+@pytest.mark.parametrize("test", ["kl", "psi", "js", "ks"])
+def test_p_values_are_calibrated_at_5_percent_for_no_drift_windows(normal_profile, test):
     hits = total = 0
     for rows in (30, 300, 3_000):
         for window in windows(rows, 60, 10 + rows):
             report = check_drift(
-                normal_profile, window, tests=["kl"], thresholds={"kl": 0.0}, levels={"kl": 0.05}
-            )
+                normal_profile, window, tests=[test], thresholds={test: 0.0},
+                levels={test: 0.05}, effect_size_floor={test: 0.0},
+            )  # fmt: skip
             hits += sum(r.drifted for r in report.results)
             total += len(report.results)
     assert abs(hits / total - 0.05) < 3 * math.sqrt(0.05 * 0.95 / total)

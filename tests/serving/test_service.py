@@ -258,6 +258,46 @@ def test_metrics_expose_requests_latency_and_batches(service):
         assert name in text, name
 
 
+def test_metrics_show_each_monitors_latest_verdict_insufficient_data_included(
+    service, registered, stores
+):
+    """Issue 15: a window too small to decide is reported on /metrics as itself, never
+    as a pass; a catch-up of an older window does not overwrite the newest verdict."""
+    from driftgate.monitors.rules import Firing, MonitorResult
+    from driftgate.stores.monitor_state import MonitorStateStore
+
+    def verdict(status: str, breached: bool, observed: float | None) -> MonitorResult:
+        return MonitorResult(
+            monitor="mean-shift-kl", metric="kl", action="open_review", threshold=0.1,
+            breached=breached, observed=observed, status=status, p_value=0.5, level=1e-5,
+        )  # fmt: skip
+
+    state = MonitorStateStore(stores["control_store_url"])
+    name = registered.config.model.name
+    try:
+        for start, end, result in (
+            ("2040-01-01T01:00", "2040-01-01T02:00", verdict("insufficient_data", False, 6.1)),
+            ("2040-01-01T00:00", "2040-01-01T01:00", verdict("ok", True, 0.4)),  # older
+        ):
+            state.record_status(
+                model_name=name, model_version="1", result=result, firing=Firing(0, False),
+                window_start=start, window_end=end,
+            )  # fmt: skip
+    finally:
+        state.close()
+    text = service.client.get("/metrics").text
+    labels = 'metric="kl",model_version="1",monitor="mean-shift-kl"'
+    assert "driftgate_monitor_status_readable 1.0" in text
+    assert f'driftgate_monitor_status{{{labels},status="insufficient_data"}} 1.0' in text
+    assert f'driftgate_monitor_status{{{labels},status="ok"}} 0.0' in text
+    assert f"driftgate_monitor_breached{{{labels}}} 0.0" in text
+    assert f"driftgate_monitor_observed{{{labels}}} 6.1" in text
+    (end_line,) = [
+        line for line in text.splitlines() if line.startswith("driftgate_monitor_window_end")
+    ]
+    assert float(end_line.split()[-1]) == datetime(2040, 1, 1, 2, tzinfo=UTC).timestamp()
+
+
 def test_pause_survives_a_restart(registered, settings, stores, tmp_path):
     """A new service process on the same stores starts paused; then client timestamps."""
     control = ControlStore(stores["control_store_url"])

@@ -67,6 +67,39 @@ def test_hysteresis_state_counts_windows_once_and_in_order(store):
     assert advance(store, rule, result(False), W3).consecutive == 0
 
 
+def test_a_breach_that_does_not_fire_says_why(store):
+    """Issue 15 item 4: every breach that does not fire carries its reason."""
+    rule = monitor(consecutive=2)
+    first = advance(store, rule, result(True), W1)
+    assert not first.fire and first.why == "hysteresis: breach 1 of 2 in a row needed to fire"
+    again = advance(store, rule, result(True), W1)  # the same window judged again
+    assert not again.fire and "judged before and did not fire then" in again.why
+    assert advance(store, rule, result(True), W2).fire  # the second in a row fires
+    older = advance(store, rule, result(True), W1)
+    assert not older.fire and "state ahead of this window" in older.why
+
+
+def test_the_latest_verdict_follows_the_newest_window(store):
+    from driftgate.monitors.rules import Firing
+
+    def record(outcome, window, fired=False):
+        store.record_status(
+            model_name="m", model_version="3", result=outcome, firing=Firing(1, fired),
+            window_start=window[0], window_end=window[1],
+        )  # fmt: skip
+
+    assert store.latest_statuses("m") == []
+    record(result(True), W2, fired=True)
+    record(result(False, status="insufficient_data"), W1)  # a catch-up of an older window
+    (latest,) = store.latest_statuses("m")
+    assert (latest["status"], latest["breached"], latest["fired"]) == ("ok", True, True)
+    assert latest["window_end"].startswith("2026-01-01T02:00")
+    record(result(False, status="insufficient_data"), W3)
+    (latest,) = store.latest_statuses("m")
+    assert latest["status"] == "insufficient_data" and latest["model_version"] == "3"
+    assert store.latest_statuses("another-model") == []
+
+
 def test_the_ledger_remembers_each_window_acted_on_once(store):
     assert store.action_taken("m", "3", "kl", *W1) is None
     first = ActionTaken("kl", "open_review", "review rv-1 opened", "rv-1", True)
