@@ -125,6 +125,32 @@ def validate_cron(schedule: str) -> str:
     return schedule
 
 
+RETRAIN_ACTION = "retrain"
+
+
+class RetrainSettings(StrictModel):
+    """``retrain:`` on a monitor whose ``action`` is ``retrain`` (all optional)."""
+
+    lease: str = Field(
+        "6h",
+        description="how long a retrain may stay in flight before it is taken as dead and "
+        "the model's slot is freed (longer than your slowest train + gate)",
+    )
+
+    @field_validator("lease")
+    @classmethod
+    def _lease_is_a_duration(cls, lease: str) -> str:
+        try:
+            parse_duration(lease)
+        except ValueError as exc:
+            raise ValueError(str(exc).replace("window", "lease", 1)) from None
+        return lease
+
+    @property
+    def lease_length(self) -> pd.Timedelta:
+        return parse_duration(self.lease)
+
+
 class Monitor(StrictModel):
     """A production rule: when ``metric`` on a window exceeds ``threshold``, take ``action``.
 
@@ -174,6 +200,9 @@ class Monitor(StrictModel):
         ge=2,
         description="performance monitors: fewer labelled records in a window are "
         "insufficient_data",
+    )
+    retrain: RetrainSettings | None = Field(
+        None, description="settings of the retrain action (action: retrain only)"
     )
 
     @field_validator("metric")
@@ -243,6 +272,17 @@ class Monitor(StrictModel):
     @classmethod
     def _schedule_is_a_cron(cls, schedule: str) -> str:
         return validate_cron(schedule)
+
+    @model_validator(mode="after")
+    def _retrain_settings_need_retrain(self) -> Monitor:
+        if self.retrain is not None and self.action != RETRAIN_ACTION:
+            raise ValueError(
+                f"retrain: settings of the retrain action, but this monitor's action is "
+                f"'{self.action}' (set action: {RETRAIN_ACTION}, or remove retrain:)"
+            )
+        if self.action == RETRAIN_ACTION and self.retrain is None:
+            self.retrain = RetrainSettings()
+        return self
 
     @model_validator(mode="after")
     def _outputs_are_all(self) -> Monitor:

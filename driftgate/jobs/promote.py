@@ -296,6 +296,11 @@ def run_promotion(
 GATE_ARTIFACT_FOLDER = "gates"
 
 
+def gate_report_uri(run_id: str, markdown: Path) -> str:
+    """Where :func:`record_gate` logs the Markdown gate report on the candidate's run."""
+    return f"runs:/{run_id}/{GATE_ARTIFACT_FOLDER}/{Path(markdown).name}"
+
+
 def record_gate(config: ProjectConfig, result: GateResult, files: dict[str, Path]) -> None:
     """Attach the reports (and the checks' exported files, such as the ONNX model) to the
     candidate's run, tag version and run with every check, and write the verdict into
@@ -303,7 +308,7 @@ def record_gate(config: ProjectConfig, result: GateResult, files: dict[str, Path
     tracking, name = config.tracking, config.model.name
     run_id = registry.version_info(tracking, name, result.candidate).run_id
     evaluated_at = datetime.now(UTC).isoformat(timespec="seconds")
-    report_uri = f"runs:/{run_id}/{GATE_ARTIFACT_FOLDER}/{files['markdown'].name}"
+    report_uri = gate_report_uri(run_id, files["markdown"])
     registry.record_gate_result(
         tracking,
         name,

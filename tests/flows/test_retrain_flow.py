@@ -1,0 +1,137 @@
+"""The ``retrain`` action through Prefect (the test harness's server), a real MLflow
+store and real stores: with the ``train/<model>`` deployment registered as ``driftgate
+deploy`` does, a breach creates one run of it (not waited for); a second breach while
+it is in flight creates none; the train flow run with the retrain's id (what a worker
+runs) records the candidate, its gate report and the outcome on the retrain and review.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from driftgate.config import load_config
+from driftgate.flows.deployments import register_deployments
+from driftgate.flows.retrain import launch, train_deployment
+from driftgate.flows.train import train_flow
+from driftgate.gates.config import load_gate_config
+from driftgate.jobs.deploy import plan_deployments
+from driftgate.jobs.retrain import start_retrain
+from driftgate.monitors.actions import ActionPorts, ActionRequest, take_action
+from driftgate.monitors.rules import MonitorResult
+from driftgate.stores.factories import (
+    control_store,
+    monitor_state_store,
+    retrain_store,
+    review_store,
+)
+from driftgate.stores.retrains import DONE, IN_FLIGHT
+
+MODEL = "rainfall-retrain-flow"
+
+
+def window(day: str) -> tuple[pd.Timestamp, pd.Timestamp]:
+    start = pd.Timestamp(day, tz="UTC")
+    return start, start + pd.Timedelta(days=1)
+
+
+@pytest.fixture
+def project(trained_model, tmp_path):
+    tracking = trained_model.config.tracking
+    config_file = tmp_path / "driftgate.yaml"
+    config_file.write_text(
+        f"home: {tmp_path / 'home'}\nmodel:\n  name: {MODEL}\n"
+        f"tracking:\n  uri: {tracking.uri}\n  artifact_location: {tracking.artifact_location}\n"
+    )
+    config = load_config(config_file)
+    gates = load_gate_config(config.gates).model_copy(update={"monitors": []})
+    plans = plan_deployments(config, gates, config_path=config_file)
+    register_deployments(plans, work_pool="driftgate-retrain-test")
+    reviews, control = review_store(config), control_store(config)
+    state = monitor_state_store(config)
+    ports = ActionPorts(
+        reviews=reviews,
+        pause=control.pause,
+        # No version of MODEL exists before the retrain: the review's tag is not the
+        # subject here (tests/driftgate/test_retrain_job.py tags real versions).
+        tag_model_version=lambda name, version, tags: None,
+        ledger=state,
+        retrain=lambda request, review_id: start_retrain(config, request, review_id, None, launch),
+    )
+    yield {"config": config, "file": config_file, "ports": ports}
+    for store in (reviews, control, state):
+        store.close()
+
+
+def fire(project, day: str):
+    start, end = window(day)
+    request = ActionRequest(
+        model_name=MODEL,
+        model_version="0",
+        start=start,
+        end=end,
+        result=MonitorResult(
+            monitor="mean-shift-kl",
+            metric="kl",
+            action="retrain",
+            threshold=0.1,
+            breached=True,
+            observed=0.5,
+            breached_features=["visibility"],
+        ),
+        evidence=["runs:/drift-run"],
+    )
+    return take_action("retrain", request, project["ports"])
+
+
+def train_runs(config):
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
+
+    with get_client(sync_client=True) as client:
+        deployment = client.read_deployment_by_name(train_deployment(config))
+        return client.read_flow_runs(
+            deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[deployment.id]))
+        )
+
+
+def retrains(config):
+    store = retrain_store(config)
+    try:
+        return store.list(MODEL)
+    finally:
+        store.close()
+
+
+def test_a_breach_runs_the_train_deployment_once_and_the_flow_records_the_outcome(project):
+    config = project["config"]
+    first = fire(project, "2031-01-01")
+    again = fire(project, "2031-01-01")  # the same breach: the ledger
+    second = fire(project, "2031-01-02")  # a second breach while one is in flight
+    (run,) = train_runs(config)
+    (retrain,) = retrains(config)
+    assert first.changed and f"Prefect flow run {run.id}" in first.detail
+    assert retrain.status == IN_FLIGHT and retrain.flow_run_id == str(run.id)
+    assert retrain.launcher == "prefect"
+    assert run.parameters["retrain_id"] == retrain.id and run.parameters["promote"] is True
+    assert run.parameters["config_path"] == str(project["file"])  # the deployment's default
+    assert run.state.is_scheduled()  # not waited for: no worker here
+    assert again.changed is False and "already taken" in again.detail
+    assert f"no new retrain: retrain {retrain.id} in flight" in second.detail
+    review = project["ports"].reviews.get(first.review_id)
+    assert f"prefect:flow-run/{run.id}" in review.evidence and "runs:/drift-run" in review.evidence
+
+    # What the worker runs for that flow run: the train flow with its parameters.
+    summary = train_flow(**run.parameters)
+    (retrain,) = retrains(config)
+    assert retrain.status == DONE and retrain.candidate_version == summary["version"]
+    assert retrain.run_id == summary["run_id"]
+    assert retrain.promoted == summary["gate"]["promoted"]
+    review = project["ports"].reviews.get(first.review_id)
+    assert f"runs:/{summary['run_id']}" in review.evidence
+    assert retrain.gate_report in review.evidence and retrain.outcome in review.evidence
+
+    # The slot is free again: the next breach starts the next run.
+    third = fire(project, "2031-01-03")
+    assert third.changed and "started retrain" in third.detail
+    assert len(train_runs(config)) == 2
