@@ -52,7 +52,11 @@ def launch(config: ProjectConfig, retrain: Retrain) -> Retrain:
 
     flow_run = run_deployment(
         name,
-        parameters={"promote": True, "retrain_id": retrain.id},
+        parameters={
+            "promote": True,
+            "retrain_id": retrain.id,
+            "approval_timeout_s": retrain.approval_timeout_s,  # None: no approval
+        },
         timeout=0,  # do not wait: the train flow records the outcome
         tags=["driftgate", "retrain", f"monitor:{retrain.monitor}"],
     )

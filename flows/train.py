@@ -50,15 +50,19 @@ def register_model_task(
 
 @flow(name="train", log_prints=True)
 def train_flow(
-    config_path: str | None = None, promote: bool = False, retrain_id: str | None = None
+    config_path: str | None = None,
+    promote: bool = False,
+    retrain_id: str | None = None,
+    approval_timeout_s: int | None = None,
 ) -> dict:
     """Train on the configured data set and register a new model version.
 
     With ``promote=True`` the new version goes straight through ``validate-and-promote``
     (a subflow). ``retrain_id``: the run was started by a ``retrain`` monitor action
     (:mod:`driftgate.flows.retrain`); its outcome, or its failure, is recorded on the
-    retrain and its review. Returns a JSON-able summary (run id, model version,
-    metrics, gate).
+    retrain and its review; ``approval_timeout_s``: its monitor says ``approval:
+    required``, so a candidate that passes the gate waits that long for a person.
+    Returns a JSON-able summary (run id, model version, metrics, gate).
     """
     config = load_config(config_path)
     try:
@@ -71,7 +75,12 @@ def train_flow(
         if promote:
             from driftgate.flows.promote import validate_and_promote
 
-            gate = validate_and_promote(config_path=config_path, candidate=registered.version)
+            gate = validate_and_promote(
+                config_path=config_path,
+                candidate=registered.version,
+                retrain_id=retrain_id,
+                approval_timeout_s=approval_timeout_s,
+            )
     except Exception as exc:
         if retrain_id is not None:
             retrain_job.fail_retrain(config, retrain_id, f"{type(exc).__name__}: {exc}")

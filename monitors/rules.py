@@ -134,21 +134,49 @@ class RetrainSettings(StrictModel):
     lease: str = Field(
         "6h",
         description="how long a retrain may stay in flight before it is taken as dead and "
-        "the model's slot is freed (longer than your slowest train + gate)",
+        "the model's slot is freed (longer than your slowest train + gate + approval)",
+    )
+    approval: Literal["none", "required"] = Field(
+        "none",
+        description="required: a candidate that passes the gate waits for a person before "
+        "it is promoted (a form in the Prefect UI; in process: driftgate promote)",
+    )
+    approval_timeout: str = Field(
+        "24h", description="how long the candidate waits for the person (approval: required)"
     )
 
-    @field_validator("lease")
+    @field_validator("lease", "approval_timeout")
     @classmethod
-    def _lease_is_a_duration(cls, lease: str) -> str:
+    def _is_a_duration(cls, value: str, info) -> str:
         try:
-            parse_duration(lease)
+            parse_duration(value)
         except ValueError as exc:
-            raise ValueError(str(exc).replace("window", "lease", 1)) from None
-        return lease
+            raise ValueError(str(exc).replace("window", info.field_name, 1)) from None
+        return value
+
+    @model_validator(mode="after")
+    def _approval_fits_the_lease(self) -> RetrainSettings:
+        if self.approval == "required" and self.approval_wait >= self.lease_length:
+            raise ValueError(
+                f"approval_timeout {self.approval_timeout} must be shorter than lease "
+                f"{self.lease}: the retrain holds the model's slot while it waits"
+            )
+        return self
 
     @property
     def lease_length(self) -> pd.Timedelta:
         return parse_duration(self.lease)
+
+    @property
+    def approval_wait(self) -> pd.Timedelta:
+        return parse_duration(self.approval_timeout)
+
+    @property
+    def approval_seconds(self) -> int | None:
+        """Seconds a candidate waits for a person, or None without approval."""
+        if self.approval != "required":
+            return None
+        return int(self.approval_wait.total_seconds())
 
 
 class Monitor(StrictModel):

@@ -279,8 +279,10 @@ def run_promotion(
     gates: GateConfig,
     candidate: str | None = None,
     report_dir: Path | None = None,
+    promote_if_passed: bool = True,
 ) -> PromotionOutcome:
-    """Evaluate, write reports, record them on the candidate, and promote only if all pass."""
+    """Evaluate, write reports, record them on the candidate, and promote only if all pass
+    (and ``promote_if_passed``: False leaves a passing candidate for a person)."""
     result = evaluate_gates(config, gates, candidate)
     folder = report_dir or (
         config.home_dir / "reports" / f"promote-{result.model_name}-v{result.candidate}"
@@ -288,7 +290,7 @@ def run_promotion(
     files = result.write(folder)
     record_gate(config, result, files)
     promoted, previous = False, None
-    if result.passed:
+    if result.passed and promote_if_passed:
         promoted, previous = True, promote(config, result)
     return PromotionOutcome(result, promoted, previous, files)
 

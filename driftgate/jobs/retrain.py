@@ -84,6 +84,7 @@ def start_retrain(
             window_end=request.end,
             review_id=review_id,
             lease=settings.lease_length.to_pytimedelta(),
+            approval_timeout_s=settings.approval_seconds,
         )
     finally:
         store.close()
@@ -112,7 +113,11 @@ def mark_launched(
 
 
 def run_locally(config: ProjectConfig, retrain: Retrain) -> Retrain:
-    """Train and gate in this process (no Prefect); returns the finished retrain."""
+    """Train and gate in this process (no Prefect); returns the finished retrain.
+
+    With ``approval: required`` nobody can be waited for here: a candidate that passes
+    the gate is left unpromoted, and the outcome says how a person promotes it.
+    """
     from driftgate.gates.config import load_gate_config
     from driftgate.jobs.promote import gate_report_uri, run_promotion
     from driftgate.jobs.train import run_training
@@ -120,7 +125,11 @@ def run_locally(config: ProjectConfig, retrain: Retrain) -> Retrain:
     mark_launched(config, retrain, LOCAL)
     log.info("retrain %s: training %s in process", retrain.id, config.model.name)
     registered = run_training(config).registered
-    promotion = run_promotion(config, load_gate_config(config.gates), registered.version)
+    approval = retrain.approval_timeout_s is not None
+    promotion = run_promotion(
+        config, load_gate_config(config.gates), registered.version, promote_if_passed=not approval
+    )
+    waiting = approval and promotion.result.passed
     return record_outcome(
         config,
         retrain.id,
@@ -129,6 +138,12 @@ def run_locally(config: ProjectConfig, retrain: Retrain) -> Retrain:
         passed=promotion.result.passed,
         promoted=promotion.promoted,
         gate_report=gate_report_uri(registered.run_id, promotion.report_files["markdown"]),
+        detail=(
+            f"approval required: a person promotes it with `driftgate promote --candidate "
+            f"{registered.version}`"
+            if waiting
+            else None
+        ),
     )
 
 
@@ -141,6 +156,7 @@ def record_outcome(
     passed: bool,
     promoted: bool,
     gate_report: str,
+    detail: str | None = None,
 ) -> Retrain:
     """The retrain ended with a gated candidate: on its row (freeing the model's slot),
     on the review and on the candidate version."""
@@ -153,6 +169,7 @@ def record_outcome(
             passed=passed,
             promoted=promoted,
             gate_report=gate_report,
+            detail=detail,
         )
     finally:
         store.close()
@@ -170,6 +187,61 @@ def record_outcome(
         },
     )
     log.info("%s", retrain.outcome)
+    return retrain
+
+
+def approval_brief(config: ProjectConfig, retrain_id: str, gate_markdown: str) -> str:
+    """What the person approving a candidate reads: the breach and its drift evidence
+    (the review), then the gate report."""
+    store, reviews = retrain_store(config), review_store(config)
+    try:
+        retrain = store.get(retrain_id)
+        review = reviews.get(retrain.review_id) if retrain.review_id else None
+    finally:
+        store.close()
+        reviews.close()
+    lines = [
+        f"# Approve the retrained {config.model.name}?",
+        "",
+        f"Monitor `{retrain.monitor}` breached on {retrain.window[0]} .. {retrain.window[1]} "
+        f"(champion v{retrain.champion_version}); retrain `{retrain.id}`.",
+    ]
+    if review is not None:
+        observed = "-" if review.observed is None else f"{review.observed:.4g}"
+        lines += [
+            f"Review `{review.id}`: {review.metric} {observed} (threshold "
+            f"{review.threshold:g}) on {', '.join(review.features) or 'the window'}, "
+            f"{review.breaches} breach(es).",
+            "",
+            "Drift evidence:",
+            *[f"- {item}" for item in review.evidence],
+        ]
+    lines += ["", "Approve to promote the candidate; reject to keep the champion. Give a reason."]
+    return "\n".join(lines) + "\n\n" + gate_markdown
+
+
+def record_decision(
+    config: ProjectConfig, retrain_id: str, candidate: str, *, decision: str, by: str, reason: str
+) -> Retrain:
+    """A person's decision on the candidate: on the retrain, the review and the version."""
+    store = retrain_store(config)
+    try:
+        retrain = store.decide(retrain_id, decision=decision, by=by, reason=reason)
+    finally:
+        store.close()
+    _add_evidence(
+        config, retrain.review_id, [f"candidate v{candidate} {decision} by {by}: {reason}"]
+    )
+    registry.tag_model_version(
+        config.tracking,
+        config.model.name,
+        candidate,
+        {
+            f"{TAG_RETRAIN}.decision": decision,
+            f"{TAG_RETRAIN}.decided_by": by,
+            f"{TAG_RETRAIN}.decision_reason": reason[:5000],
+        },
+    )
     return retrain
 
 

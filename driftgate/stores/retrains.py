@@ -28,6 +28,7 @@ from sqlalchemy import (
     Boolean,
     Column,
     Index,
+    Integer,
     MetaData,
     String,
     Table,
@@ -73,6 +74,11 @@ retrains_table = Table(
     Column("promoted", Boolean),
     Column("gate_report", Text),
     Column("detail", Text),
+    # approval: required: seconds the candidate waits for a person, and the decision
+    Column("approval_timeout_s", Integer),
+    Column("decision", String(16)),  # approved, rejected, timed out
+    Column("decided_by", String(256)),
+    Column("decision_reason", Text),
     Index(
         f"ux_{RETRAINS_TABLE}_breach",
         "model_name",
@@ -111,6 +117,10 @@ class Retrain:
     promoted: bool | None = None
     gate_report: str | None = None
     detail: str | None = None
+    approval_timeout_s: int | None = None
+    decision: str | None = None
+    decided_by: str | None = None
+    decision_reason: str | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -122,7 +132,14 @@ class Retrain:
         if self.status == IN_FLIGHT:
             return f"retrain {self.id} in flight since {self.started_at} ({where})"
         if self.status == DONE:
-            verdict = "promoted to champion" if self.promoted else "not promoted (gate failed)"
+            if self.promoted:
+                verdict = "promoted to champion"
+            elif not self.passed:
+                verdict = "not promoted (gate failed)"
+            else:
+                verdict = f"passed the gate, not promoted: {self.detail or self.decision}"
+            if self.decision:
+                verdict += f" ({self.decision} by {self.decided_by}: {self.decision_reason})"
             return f"retrain {self.id}: candidate v{self.candidate_version} {verdict}"
         return f"retrain {self.id} {self.status}: {self.detail or '-'}"
 
@@ -156,6 +173,10 @@ def _retrain(row) -> Retrain:
         promoted=row["promoted"],
         gate_report=row["gate_report"],
         detail=row["detail"],
+        approval_timeout_s=row["approval_timeout_s"],
+        decision=row["decision"],
+        decided_by=row["decided_by"],
+        decision_reason=row["decision_reason"],
     )
 
 
@@ -189,6 +210,7 @@ class RetrainStore(TableStore):
         window_end,
         review_id: str | None,
         lease: timedelta,
+        approval_timeout_s: int | None = None,
     ) -> Claim:
         """Take the model's retrain slot for this breach, or say who holds it.
 
@@ -216,6 +238,7 @@ class RetrainStore(TableStore):
             "status": IN_FLIGHT,
             "started_at_us": now,
             "expires_at_us": now + int(lease / timedelta(microseconds=1)),
+            "approval_timeout_s": approval_timeout_s,
         }
         try:
             with write_transaction(self.engine) as connection:
@@ -268,6 +291,7 @@ class RetrainStore(TableStore):
         passed: bool,
         promoted: bool,
         gate_report: str,
+        detail: str | None = None,
     ) -> Retrain:
         """The outcome: the candidate, its run and gate report; frees the model's slot."""
         return self._update(
@@ -279,7 +303,12 @@ class RetrainStore(TableStore):
             passed=passed,
             promoted=promoted,
             gate_report=gate_report,
+            detail=detail,
         )
+
+    def decide(self, retrain_id: str, *, decision: str, by: str, reason: str) -> Retrain:
+        """A person's decision on a candidate that passed the gate (approval: required)."""
+        return self._update(retrain_id, decision=decision, decided_by=by, decision_reason=reason)
 
     def fail(self, retrain_id: str, detail: str) -> Retrain:
         """The retrain failed before an outcome; frees the model's slot."""
@@ -314,4 +343,7 @@ _EMPTY = {
     "promoted": None,
     "gate_report": None,
     "detail": None,
+    "decision": None,
+    "decided_by": None,
+    "decision_reason": None,
 }

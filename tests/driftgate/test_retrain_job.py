@@ -15,12 +15,14 @@ from driftgate import registry
 from driftgate.gates.config import load_gate_config
 from driftgate.jobs import drift_check as job
 from driftgate.jobs.train import run_training
-from driftgate.monitors.rules import Monitor
+from driftgate.monitors.rules import Monitor, RetrainSettings
 from driftgate.stores.factories import retrain_store
 from driftgate.stores.retrains import DONE
 from driftgate.stores.samples import SqlSampleStore
 from tests.conftest import mlflow_client
 from tests.driftgate.test_drift_check_job import DRIFT_1, DRIFT_2, write_window
+
+DRIFT_4 = ("2030-01-05", "2030-01-06")
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +45,7 @@ def retraining(trained_model, tmp_path_factory):
     store = SqlSampleStore(config.serving.sample_store(config.home_dir))
     write_window(store, late.iloc[:800], features, DRIFT_1, champion)
     write_window(store, late.iloc[800:1600], features, DRIFT_2, champion)
+    write_window(store, late.iloc[1600:2400], features, DRIFT_4, champion)
     store.close()
     gates = load_gate_config()
     kl = next(m for m in gates.monitors if m.name == "mean-shift-kl")
@@ -138,3 +141,27 @@ def test_a_second_breach_while_a_retrain_is_in_flight_starts_no_other(retraining
     assert [r.id for r in retrains(config) if r.status == "in_flight"] == [running.retrain.id]
     review = next(r for r in reviews(config) if r.id == taken.review_id)
     assert f"retrain:{running.retrain.id}" in review.evidence
+
+
+def test_approval_required_in_process_gates_the_candidate_and_leaves_it_to_a_person(retraining):
+    config, gates = retraining["config"], retraining["gates"]
+    store = retrain_store(config)
+    for running in store.list(config.model.name):
+        if running.status == "in_flight":  # the other test's retrain: ended
+            store.fail(running.id, "ended by the test")
+    store.close()
+    (kl,) = gates.monitors
+    settings = {"lease": "2h", "approval": "required", "approval_timeout": "1h"}
+    approval = gates.model_copy(
+        update={"monitors": [kl.model_copy(update={"retrain": RetrainSettings(**settings)})]}
+    )
+    champion = registry.alias_version(config.tracking, config.model.name, "champion")
+    verdict = job.judge_window(config, approval, *DRIFT_4)
+    (taken,) = verdict.actions
+    retrain = next(r for r in retrains(config) if r.window[0].startswith(DRIFT_4[0]))
+    assert retrain.status == DONE and retrain.approval_timeout_s == 3600
+    assert registry.alias_version(config.tracking, config.model.name, "champion") == champion
+    assert not retrain.promoted
+    if retrain.passed:  # nobody to wait for in process: a person promotes it
+        command = f"driftgate promote --candidate {retrain.candidate_version}"
+        assert command in retrain.outcome and command in taken.detail

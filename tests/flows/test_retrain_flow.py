@@ -7,9 +7,13 @@ runs) records the candidate, its gate report and the outcome on the retrain and 
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pandas as pd
 import pytest
 
+from driftgate import registry
 from driftgate.config import load_config
 from driftgate.flows.deployments import register_deployments
 from driftgate.flows.retrain import launch, train_deployment
@@ -26,6 +30,7 @@ from driftgate.stores.factories import (
     review_store,
 )
 from driftgate.stores.retrains import DONE, IN_FLIGHT
+from tests.conftest import mlflow_client
 
 MODEL = "rainfall-retrain-flow"
 
@@ -35,12 +40,11 @@ def window(day: str) -> tuple[pd.Timestamp, pd.Timestamp]:
     return start, start + pd.Timedelta(days=1)
 
 
-@pytest.fixture
-def project(trained_model, tmp_path):
+def open_project(trained_model, tmp_path, model: str, settings=None):
     tracking = trained_model.config.tracking
     config_file = tmp_path / "driftgate.yaml"
     config_file.write_text(
-        f"home: {tmp_path / 'home'}\nmodel:\n  name: {MODEL}\n"
+        f"home: {tmp_path / 'home'}\nmodel:\n  name: {model}\n"
         f"tracking:\n  uri: {tracking.uri}\n  artifact_location: {tracking.artifact_location}\n"
     )
     config = load_config(config_file)
@@ -52,21 +56,34 @@ def project(trained_model, tmp_path):
     ports = ActionPorts(
         reviews=reviews,
         pause=control.pause,
-        # No version of MODEL exists before the retrain: the review's tag is not the
+        # No version of the model exists before the retrain: the review's tag is not the
         # subject here (tests/driftgate/test_retrain_job.py tags real versions).
         tag_model_version=lambda name, version, tags: None,
         ledger=state,
-        retrain=lambda request, review_id: start_retrain(config, request, review_id, None, launch),
+        retrain=lambda request, review_id: start_retrain(
+            config, request, review_id, settings, launch
+        ),
     )
-    yield {"config": config, "file": config_file, "ports": ports}
-    for store in (reviews, control, state):
+    return {
+        "config": config,
+        "file": config_file,
+        "ports": ports,
+        "stores": (reviews, control, state),
+    }
+
+
+@pytest.fixture
+def project(trained_model, tmp_path):
+    opened = open_project(trained_model, tmp_path, MODEL)
+    yield opened
+    for store in opened["stores"]:
         store.close()
 
 
 def fire(project, day: str):
     start, end = window(day)
     request = ActionRequest(
-        model_name=MODEL,
+        model_name=project["config"].model.name,
         model_version="0",
         start=start,
         end=end,
@@ -98,7 +115,7 @@ def train_runs(config):
 def retrains(config):
     store = retrain_store(config)
     try:
-        return store.list(MODEL)
+        return store.list(config.model.name)
     finally:
         store.close()
 
@@ -135,3 +152,64 @@ def test_a_breach_runs_the_train_deployment_once_and_the_flow_records_the_outcom
     third = fire(project, "2031-01-03")
     assert third.changed and "started retrain" in third.detail
     assert len(train_runs(config)) == 2
+
+
+def paused_runs():
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
+    from prefect.client.schemas.objects import StateType
+
+    paused = FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.PAUSED]))
+    with get_client(sync_client=True) as client:
+        return client.read_flow_runs(flow_run_filter=FlowRunFilter(state=paused))
+
+
+def test_approval_required_waits_for_a_person_and_records_the_decision(trained_model, tmp_path):
+    from prefect.flow_runs import resume_flow_run
+
+    from driftgate.monitors.rules import RetrainSettings
+
+    settings = RetrainSettings(approval="required", approval_timeout="1h")
+    project = open_project(trained_model, tmp_path, f"{MODEL}-approval", settings)
+    config = project["config"]
+    try:
+        taken = fire(project, "2031-02-01")
+        (run,) = train_runs(config)
+        assert run.parameters["approval_timeout_s"] == 3600
+        # The worker's run, in a thread: it trains, gates, then waits for the person.
+        outcome = {}
+        worker = threading.Thread(
+            target=lambda: outcome.update(summary=train_flow(**run.parameters)), daemon=True
+        )
+        worker.start()
+        deadline = time.monotonic() + 900
+        while not (waiting := paused_runs()) and time.monotonic() < deadline:
+            assert worker.is_alive(), "the train flow ended without waiting for approval"
+            time.sleep(2)
+        (waiting,) = waiting
+        (retrain,) = retrains(config)
+        assert retrain.status == IN_FLIGHT  # it holds the slot while it waits
+        resume_flow_run(
+            waiting.id, run_input={"approve": True, "reason": "holds on 1990s data", "by": "ana"}
+        )
+        worker.join(timeout=300)
+        summary = outcome["summary"]
+        assert summary["gate"]["decision"] == "approved" and summary["gate"]["promoted"]
+        (retrain,) = retrains(config)
+        assert (retrain.decision, retrain.decided_by) == ("approved", "ana")
+        assert retrain.promoted and "approved by ana: holds on 1990s data" in retrain.outcome
+        review = project["ports"].reviews.get(taken.review_id)
+        candidate = summary["version"]
+        assert f"candidate v{candidate} approved by ana: holds on 1990s data" in review.evidence
+        tags = mlflow_client(config.tracking.uri).get_model_version(config.model.name, candidate)
+        assert tags.tags["driftgate.retrain.decision"] == "approved"
+        assert tags.tags["driftgate.retrain.decided_by"] == "ana"
+        champion = registry.alias_version(config.tracking, config.model.name, "champion")
+        assert champion == candidate
+    finally:
+        for store in project["stores"]:
+            store.close()

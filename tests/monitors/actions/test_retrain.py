@@ -26,6 +26,10 @@ def test_retrain_is_an_action_of_gates_yaml_with_a_default_lease(tmp_path):
     assert monitor.action == "retrain" and monitor.retrain.lease == "6h"
     (monitor,) = load(tmp_path, "retrain", ", retrain: {lease: 90m}").monitors
     assert monitor.retrain.lease_length.total_seconds() == 5400
+    assert monitor.retrain.approval == "none" and monitor.retrain.approval_seconds is None
+    extra = ", retrain: {lease: 2d, approval: required, approval_timeout: 12h}"
+    (monitor,) = load(tmp_path, "retrain", extra).monitors
+    assert monitor.retrain.approval_seconds == 12 * 3600
 
 
 @pytest.mark.parametrize(
@@ -39,7 +43,18 @@ def test_retrain_is_an_action_of_gates_yaml_with_a_default_lease(tmp_path):
         ),
         ("retrain", ", retrain: {lease: soon}", r"monitors.0.retrain.lease: .*lease 'soon'"),
         ("retrain", ", retrain: {lease: 0h}", r"monitors.0.retrain.lease: .*empty"),
-        ("retrain", ", retrain: {approval: maybe}", r"monitors.0.retrain.approval: unknown key"),
+        ("retrain", ", retrain: {approver: ana}", r"monitors.0.retrain.approver: unknown key"),
+        ("retrain", ", retrain: {approval: maybe}", r"monitors.0.retrain.approval: .*'none' or"),
+        (
+            "retrain",
+            ", retrain: {approval_timeout: 1x}",
+            r"monitors.0.retrain.approval_timeout: .*approval_timeout '1x' is not a duration",
+        ),
+        (
+            "retrain",
+            ", retrain: {approval: required, lease: 6h, approval_timeout: 6h}",
+            r"monitors.0.retrain: .*approval_timeout 6h must be shorter than lease 6h",
+        ),
         ("retrain", ", retrain: 3", r"monitors.0.retrain: "),
     ],
 )
