@@ -30,7 +30,7 @@ from driftgate.stores.factories import (
     review_store,
 )
 from driftgate.stores.retrains import DONE, IN_FLIGHT
-from tests.conftest import mlflow_client
+from tests.conftest import REPO_ROOT, mlflow_client
 
 MODEL = "rainfall-retrain-flow"
 
@@ -213,3 +213,46 @@ def test_approval_required_waits_for_a_person_and_records_the_decision(trained_m
     finally:
         for store in project["stores"]:
             store.close()
+
+
+def test_the_drift_check_flow_retrains_in_process_without_a_train_deployment(
+    trained_model, tmp_path
+):
+    """Prefect local mode (the harness): no ``train/<model>`` deployment, so the flow's
+    launcher falls back to the train and promotion jobs inside the ``act`` task."""
+    from driftgate.flows.drift_check import drift_check_flow
+    from driftgate.jobs.train import run_training
+    from driftgate.stores.samples import SqlSampleStore
+    from tests.driftgate.test_drift_check_job import DRIFT_1, write_window
+
+    tracking = trained_model.config.tracking
+    rules = (REPO_ROOT / "gates" / "gates.yaml").read_text()
+    # The first open_review is mean-shift-kl's (the others are commented out).
+    assert rules.index("action: open_review") < rules.index("name: missing-values")
+    rules = rules.replace("action: open_review", "action: retrain", 1)
+    (tmp_path / "gates.yaml").write_text(rules)
+    config_file = tmp_path / "driftgate.yaml"
+    config_file.write_text(
+        f"home: {tmp_path / 'home'}\nmodel:\n  name: {MODEL}-local\ngates: gates.yaml\n"
+        f"tracking:\n  uri: {tracking.uri}\n  artifact_location: {tracking.artifact_location}\n"
+    )
+    config = load_config(config_file)
+    champion = run_training(config, on_epoch=None).registered.version
+    client = mlflow_client(tracking.uri)
+    client.set_registered_model_alias(config.model.name, registry.CHAMPION_ALIAS, champion)
+    data = trained_model.data
+    late = data.splits.production[data.splits.production["date"].dt.year >= 1990]
+    store = SqlSampleStore(config.serving.sample_store(config.home_dir))
+    write_window(store, late.iloc[:800], data.features, DRIFT_1, champion)
+    store.close()
+
+    (summary,) = drift_check_flow(
+        config_path=str(config_file), end=DRIFT_1[1], window="1d", monitor_names=["mean-shift-kl"]
+    )
+    (action,) = summary["actions"]
+    (retrain,) = retrains(config)
+    assert action["action"] == "retrain" and "started retrain" in action["detail"]
+    assert retrain.launcher == "local" and retrain.flow_run_id is None
+    assert retrain.status == DONE and retrain.review_id == action["review_id"]
+    versions = client.search_model_versions(f"name='{config.model.name}'")
+    assert {str(v.version) for v in versions} == {champion, retrain.candidate_version}
