@@ -137,7 +137,7 @@ class Retrain:
             elif not self.passed:
                 verdict = "not promoted (gate failed)"
             else:
-                verdict = f"passed the gate, not promoted: {self.detail or self.decision}"
+                verdict = f"passed the gate, not promoted: {self.detail or self.decision or '-'}"
             if self.decision:
                 verdict += f" ({self.decision} by {self.decided_by}: {self.decision_reason})"
             return f"retrain {self.id}: candidate v{self.candidate_version} {verdict}"
