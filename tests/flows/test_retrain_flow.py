@@ -168,13 +168,17 @@ def paused_runs():
         return client.read_flow_runs(flow_run_filter=FlowRunFilter(state=paused))
 
 
-def test_approval_required_waits_for_a_person_and_records_the_decision(trained_model, tmp_path):
+@pytest.mark.parametrize("approve", [True, False], ids=["approved", "rejected"])
+def test_approval_required_waits_for_a_person_and_records_the_decision(
+    trained_model, tmp_path, approve
+):
     from prefect.flow_runs import resume_flow_run
 
     from driftgate.monitors.rules import RetrainSettings
 
+    decision = "approved" if approve else "rejected"
     settings = RetrainSettings(approval="required", approval_timeout="1h")
-    project = open_project(trained_model, tmp_path, f"{MODEL}-approval", settings)
+    project = open_project(trained_model, tmp_path, f"{MODEL}-{decision}", settings)
     config = project["config"]
     try:
         taken = fire(project, "2031-02-01")
@@ -193,23 +197,24 @@ def test_approval_required_waits_for_a_person_and_records_the_decision(trained_m
         (waiting,) = waiting
         (retrain,) = retrains(config)
         assert retrain.status == IN_FLIGHT  # it holds the slot while it waits
-        resume_flow_run(
-            waiting.id, run_input={"approve": True, "reason": "holds on 1990s data", "by": "ana"}
-        )
+        reason = "holds on 1990s data"
+        resume_flow_run(waiting.id, run_input={"approve": approve, "reason": reason, "by": "ana"})
         worker.join(timeout=300)
         summary = outcome["summary"]
-        assert summary["gate"]["decision"] == "approved" and summary["gate"]["promoted"]
+        assert summary["gate"]["decision"] == decision
+        assert summary["gate"]["passed"] and summary["gate"]["promoted"] is approve
         (retrain,) = retrains(config)
-        assert (retrain.decision, retrain.decided_by) == ("approved", "ana")
-        assert retrain.promoted and "approved by ana: holds on 1990s data" in retrain.outcome
+        assert retrain.status == DONE
+        assert (retrain.decision, retrain.decided_by) == (decision, "ana")
+        assert retrain.promoted is approve and f"{decision} by ana: {reason}" in retrain.outcome
         review = project["ports"].reviews.get(taken.review_id)
         candidate = summary["version"]
-        assert f"candidate v{candidate} approved by ana: holds on 1990s data" in review.evidence
+        assert f"candidate v{candidate} {decision} by ana: {reason}" in review.evidence
         tags = mlflow_client(config.tracking.uri).get_model_version(config.model.name, candidate)
-        assert tags.tags["driftgate.retrain.decision"] == "approved"
+        assert tags.tags["driftgate.retrain.decision"] == decision
         assert tags.tags["driftgate.retrain.decided_by"] == "ana"
         champion = registry.alias_version(config.tracking, config.model.name, "champion")
-        assert champion == candidate
+        assert champion == (candidate if approve else None)
     finally:
         for store in project["stores"]:
             store.close()
