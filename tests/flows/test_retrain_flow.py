@@ -261,3 +261,29 @@ def test_the_drift_check_flow_retrains_in_process_without_a_train_deployment(
     assert retrain.status == DONE and retrain.review_id == action["review_id"]
     versions = client.search_model_versions(f"name='{config.model.name}'")
     assert {str(v.version) for v in versions} == {champion, retrain.candidate_version}
+
+
+def test_a_candidate_nobody_approves_in_time_is_not_promoted_and_frees_the_slot(
+    trained_model, tmp_path
+):
+    from driftgate.flows.promote import ApprovalTimeout
+    from driftgate.monitors.rules import RetrainSettings
+
+    settings = RetrainSettings(approval="required", approval_timeout="1s")
+    project = open_project(trained_model, tmp_path, f"{MODEL}-timeout", settings)
+    config = project["config"]
+    try:
+        taken = fire(project, "2031-03-01")
+        (run,) = train_runs(config)
+        with pytest.raises(ApprovalTimeout, match="no decision within 1 s: not promoted"):
+            train_flow(**run.parameters)
+        (retrain,) = retrains(config)
+        assert retrain.status == "failed" and "no decision within 1 s" in retrain.detail
+        assert (retrain.decision, retrain.decided_by) == ("timed out", "-")
+        review = project["ports"].reviews.get(taken.review_id)
+        assert any("timed out by -: no decision within 1 s" in item for item in review.evidence)
+        assert registry.alias_version(config.tracking, config.model.name, "champion") is None
+        assert fire(project, "2031-03-02").changed  # the slot is free again
+    finally:
+        for store in project["stores"]:
+            store.close()
