@@ -307,12 +307,21 @@ def drift_check(
     """
     _setup_logging(verbose)
     config = _load(config_path)
+    from driftgate.flows.retrain import launch as launch_retrain
     from driftgate.gates.config import load_gate_config
     from driftgate.jobs.drift_check import judge_recent
 
     gates = load_gate_config(gates_path or config.gates)
     verdicts = judge_recent(
-        config, gates, end=end, window=window, monitor_names=monitor or None, source=source
+        config,
+        gates,
+        end=end,
+        window=window,
+        monitor_names=monitor or None,
+        source=source,
+        # retrain: a run of the train deployment on a configured Prefect server, else
+        # in process (no Prefect server is started here)
+        launcher=launch_retrain,
     )
     for verdict in verdicts:
         typer.echo(verdict.markdown())

@@ -24,6 +24,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from driftgate.config import ProjectConfig, load_config
+from driftgate.flows.retrain import launch as launch_retrain
 from driftgate.gates.config import load_gate_config
 from driftgate.jobs import drift_check as job
 from driftgate.monitors.partitions import Cell, Mapper, WindowPart, summarise_part
@@ -125,7 +126,8 @@ def record_task(config: ProjectConfig, window, decision, contract_result, monito
 
 @task(name="act", cache_policy=NO_CACHE)
 def act_task(config: ProjectConfig, verdict, monitors):
-    return job.act(config, verdict, monitors)
+    # A retrain action runs the train deployment where one is registered.
+    return job.act(config, verdict, monitors, launch_retrain)
 
 
 def judge_window_steps(config: ProjectConfig, start, end, monitors, source, mapper=None):

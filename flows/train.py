@@ -12,6 +12,7 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from driftgate.config import ProjectConfig, load_config
+from driftgate.jobs import retrain as retrain_job
 from driftgate.jobs import train as job
 
 
@@ -48,23 +49,55 @@ def register_model_task(
 
 
 @flow(name="train", log_prints=True)
-def train_flow(config_path: str | None = None, promote: bool = False) -> dict:
+def train_flow(
+    config_path: str | None = None,
+    promote: bool = False,
+    retrain_id: str | None = None,
+    approval_timeout_s: int | None = None,
+) -> dict:
     """Train on the configured data set and register a new model version.
 
     With ``promote=True`` the new version goes straight through ``validate-and-promote``
-    (a subflow). Returns a JSON-able summary (run id, model version, metrics, gate).
+    (a subflow). ``retrain_id``: the run was started by a ``retrain`` monitor action
+    (:mod:`driftgate.flows.retrain`); its outcome, or its failure, is recorded on the
+    retrain and its review; ``approval_timeout_s``: its monitor says ``approval:
+    required``, so a candidate that passes the gate waits that long for a person.
+    Returns a JSON-able summary (run id, model version, metrics, gate).
     """
     config = load_config(config_path)
-    data = prepare_data_task(config)
-    result = fit_model_task(config, data)
-    metrics = evaluate_model_task(data, result)
-    outcome = register_model_task(config, data, result, metrics)
-    registered = outcome.registered
-    gate = None
-    if promote:
-        from driftgate.flows.promote import validate_and_promote
+    try:
+        data = prepare_data_task(config)
+        result = fit_model_task(config, data)
+        metrics = evaluate_model_task(data, result)
+        outcome = register_model_task(config, data, result, metrics)
+        registered = outcome.registered
+        gate = None
+        if promote:
+            from driftgate.flows.promote import validate_and_promote
 
-        gate = validate_and_promote(config_path=config_path, candidate=registered.version)
+            gate = validate_and_promote(
+                config_path=config_path,
+                candidate=registered.version,
+                retrain_id=retrain_id,
+                approval_timeout_s=approval_timeout_s,
+            )
+    except Exception as exc:
+        if retrain_id is not None:
+            retrain_job.fail_retrain(config, retrain_id, f"{type(exc).__name__}: {exc}")
+        raise
+    if retrain_id is not None:
+        if gate is None:
+            retrain_job.fail_retrain(config, retrain_id, "trained without the gate (promote=False)")
+        else:
+            retrain_job.record_outcome(
+                config,
+                retrain_id,
+                run_id=registered.run_id,
+                candidate=registered.version,
+                passed=gate["passed"],
+                promoted=gate["promoted"],
+                gate_report=retrain_job.gate_report_of(registered.run_id, gate["reports"]),
+            )
     return {
         "gate": gate,
         "model_name": registered.model_name,

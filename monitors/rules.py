@@ -125,6 +125,60 @@ def validate_cron(schedule: str) -> str:
     return schedule
 
 
+RETRAIN_ACTION = "retrain"
+
+
+class RetrainSettings(StrictModel):
+    """``retrain:`` on a monitor whose ``action`` is ``retrain`` (all optional)."""
+
+    lease: str = Field(
+        "6h",
+        description="how long a retrain may stay in flight before it is taken as dead and "
+        "the model's slot is freed (longer than your slowest train + gate + approval)",
+    )
+    approval: Literal["none", "required"] = Field(
+        "none",
+        description="required: a candidate that passes the gate waits for a person before "
+        "it is promoted (a form in the Prefect UI; in process: driftgate promote)",
+    )
+    approval_timeout: str = Field(
+        "24h", description="how long the candidate waits for the person (approval: required)"
+    )
+
+    @field_validator("lease", "approval_timeout")
+    @classmethod
+    def _is_a_duration(cls, value: str, info) -> str:
+        try:
+            parse_duration(value)
+        except ValueError as exc:
+            raise ValueError(str(exc).replace("window", info.field_name, 1)) from None
+        return value
+
+    @model_validator(mode="after")
+    def _approval_fits_the_lease(self) -> RetrainSettings:
+        if self.approval == "required" and self.approval_wait >= self.lease_length:
+            raise ValueError(
+                f"approval_timeout {self.approval_timeout} must be shorter than lease "
+                f"{self.lease}: the retrain holds the model's slot while it waits"
+            )
+        return self
+
+    @property
+    def lease_length(self) -> pd.Timedelta:
+        return parse_duration(self.lease)
+
+    @property
+    def approval_wait(self) -> pd.Timedelta:
+        return parse_duration(self.approval_timeout)
+
+    @property
+    def approval_seconds(self) -> int | None:
+        """Seconds a candidate waits for a person, or None without approval."""
+        if self.approval != "required":
+            return None
+        return int(self.approval_wait.total_seconds())
+
+
 class Monitor(StrictModel):
     """A production rule: when ``metric`` on a window exceeds ``threshold``, take ``action``.
 
@@ -174,6 +228,9 @@ class Monitor(StrictModel):
         ge=2,
         description="performance monitors: fewer labelled records in a window are "
         "insufficient_data",
+    )
+    retrain: RetrainSettings | None = Field(
+        None, description="settings of the retrain action (action: retrain only)"
     )
 
     @field_validator("metric")
@@ -243,6 +300,17 @@ class Monitor(StrictModel):
     @classmethod
     def _schedule_is_a_cron(cls, schedule: str) -> str:
         return validate_cron(schedule)
+
+    @model_validator(mode="after")
+    def _retrain_settings_need_retrain(self) -> Monitor:
+        if self.retrain is not None and self.action != RETRAIN_ACTION:
+            raise ValueError(
+                f"retrain: settings of the retrain action, but this monitor's action is "
+                f"'{self.action}' (set action: {RETRAIN_ACTION}, or remove retrain:)"
+            )
+        if self.action == RETRAIN_ACTION and self.retrain is None:
+            self.retrain = RetrainSettings()
+        return self
 
     @model_validator(mode="after")
     def _outputs_are_all(self) -> Monitor:

@@ -43,6 +43,7 @@ from driftgate import registry
 from driftgate.config import ProjectConfig
 from driftgate.core.yamlconfig import ConfigError
 from driftgate.gates.config import GateConfig
+from driftgate.jobs.retrain import Launcher, start_retrain
 from driftgate.monitors.actions import ActionPorts, ActionRequest, ActionTaken, take_action
 from driftgate.monitors.partitions import Mapper
 from driftgate.monitors.rules import (
@@ -762,10 +763,16 @@ def record(
 
 
 # -- 6. act --------------------------------------------------------------------------
-def act(config: ProjectConfig, verdict: WindowVerdict, monitors: list[Monitor]) -> WindowVerdict:
+def act(
+    config: ProjectConfig,
+    verdict: WindowVerdict,
+    monitors: list[Monitor],
+    launcher: Launcher | None = None,
+) -> WindowVerdict:
     """Take the configured action of every monitor that fires on this window, once per
     monitor and window (:func:`monitors.actions.take_action`), and post the webhook for
-    every action that changed something."""
+    every action that changed something. ``launcher`` runs a ``retrain`` action's
+    retrain (:mod:`driftgate.jobs.retrain`; default: in process)."""
     evidence = [f"runs:/{verdict.run_id}", str(verdict.report_dir / "summary.md")]
     webhook = config.monitoring.webhook_url or os.environ.get(WEBHOOK_ENV)
     by_name = {m.name: m for m in monitors}
@@ -780,6 +787,9 @@ def act(config: ProjectConfig, verdict: WindowVerdict, monitors: list[Monitor]) 
             ),
             ledger=state,
             actor=ACTOR,
+            retrain=lambda request, review_id: start_retrain(
+                config, request, review_id, by_name[request.result.monitor].retrain, launcher
+            ),
         )
         try:
             for result in firing:
@@ -845,10 +855,12 @@ def judge_window(
     monitors: list[Monitor] | None = None,
     source: str | None = None,
     mapper: Mapper | None = None,
+    launcher: Launcher | None = None,
 ) -> WindowVerdict:
     """Judge ``[start, end)`` with ``monitors`` (default: all of the gate config) and act.
 
-    ``mapper``: where the window's cells are summarised (see :func:`summarise`).
+    ``mapper``: where the window's cells are summarised (see :func:`summarise`);
+    ``launcher``: where a ``retrain`` action's retrain runs (see :func:`act`).
     """
     monitors = list(gates.monitors if monitors is None else monitors)
     window = read(config, start, end, source=source)
@@ -857,7 +869,7 @@ def judge_window(
         counts = summarise(config, window, mapper)
         decision = decide(config, window, counts, contract_result, monitors)
         verdict = record(config, window, decision, contract_result, monitors)
-        return act(config, verdict, monitors)
+        return act(config, verdict, monitors, launcher)
     finally:
         window.close()
 
@@ -1033,10 +1045,12 @@ def judge_recent(
     window: str | None = None,
     monitor_names: list[str] | None = None,
     source: str | None = None,
+    launcher: Launcher | None = None,
 ) -> list[WindowVerdict]:
-    """Judge every planned window (see :func:`plan_windows`) without Prefect."""
+    """Judge every planned window (see :func:`plan_windows`) without Prefect (a
+    ``launcher`` may start a retrain on a Prefect server: :mod:`driftgate.jobs.retrain`)."""
     return [
-        judge_window(config, gates, start, stop, monitors=group, source=source)
+        judge_window(config, gates, start, stop, monitors=group, source=source, launcher=launcher)
         for start, stop, group in plan_recent(
             config, gates, end=end, window=window, monitor_names=monitor_names
         )

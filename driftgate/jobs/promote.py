@@ -294,8 +294,10 @@ def run_promotion(
     gates: GateConfig,
     candidate: str | None = None,
     report_dir: Path | None = None,
+    promote_if_passed: bool = True,
 ) -> PromotionOutcome:
-    """Evaluate, write reports, record them on the candidate, and promote only if all pass."""
+    """Evaluate, write reports, record them on the candidate, and promote only if all pass
+    (and ``promote_if_passed``: False leaves a passing candidate for a person)."""
     result = evaluate_gates(config, gates, candidate)
     folder = report_dir or (
         config.home_dir / "reports" / f"promote-{result.model_name}-v{result.candidate}"
@@ -303,12 +305,17 @@ def run_promotion(
     files = result.write(folder)
     record_gate(config, result, files)
     promoted, previous = False, None
-    if result.passed:
+    if result.passed and promote_if_passed:
         promoted, previous = True, promote(config, result)
     return PromotionOutcome(result, promoted, previous, files)
 
 
 GATE_ARTIFACT_FOLDER = "gates"
+
+
+def gate_report_uri(run_id: str, markdown: Path) -> str:
+    """Where :func:`record_gate` logs the Markdown gate report on the candidate's run."""
+    return f"runs:/{run_id}/{GATE_ARTIFACT_FOLDER}/{Path(markdown).name}"
 
 
 def record_gate(config: ProjectConfig, result: GateResult, files: dict[str, Path]) -> None:
@@ -318,7 +325,7 @@ def record_gate(config: ProjectConfig, result: GateResult, files: dict[str, Path
     tracking, name = config.tracking, config.model.name
     run_id = registry.version_info(tracking, name, result.candidate).run_id
     evaluated_at = datetime.now(UTC).isoformat(timespec="seconds")
-    report_uri = f"runs:/{run_id}/{GATE_ARTIFACT_FOLDER}/{files['markdown'].name}"
+    report_uri = gate_report_uri(run_id, files["markdown"])
     registry.record_gate_result(
         tracking,
         name,

@@ -192,6 +192,25 @@ def create_tables(engine: Engine, metadata: MetaData, url: str, label: str) -> N
             time.sleep(0.05)
 
 
+class TableStore:
+    """A store of one set of tables (``metadata``, created when missing) in one database:
+    the base of the review, monitor-state and retrain stores."""
+
+    metadata: MetaData
+    label: str  # for errors: "cannot open <label> store ..."
+
+    def __init__(self, url: str, *, sqlite_synchronous: str = "FULL") -> None:
+        self.url = url
+        self.engine = create_store_engine(url, sqlite_synchronous=sqlite_synchronous)
+        create_tables(self.engine, self.metadata, url, self.label)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({redact(self.url)!r})"
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
 # -- store identity --------------------------------------------------------------------
 #
 # A service keeps its stores open for days. If the SQLite file is deleted or replaced

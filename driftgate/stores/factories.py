@@ -47,3 +47,11 @@ def control_store(config: ProjectConfig):
         config.serving.control_store(config.home_dir),
         sqlite_synchronous=config.serving.sqlite_synchronous,
     )
+
+
+def retrain_store(config: ProjectConfig):
+    """Retrains started by monitors (one in flight per model): beside the reviews they
+    answer."""
+    from driftgate.stores.retrains import RetrainStore
+
+    return RetrainStore(_review_url(config), sqlite_synchronous=config.serving.sqlite_synchronous)

@@ -49,7 +49,7 @@ from sqlalchemy.exc import IntegrityError
 
 from driftgate.monitors.actions import ActionTaken
 from driftgate.monitors.rules import Firing, Monitor, MonitorResult, apply_hysteresis
-from driftgate.stores._sql import create_store_engine, create_tables, redact, write_transaction
+from driftgate.stores._sql import TableStore, write_transaction
 
 # One conversion of window times to stored microseconds, shared with the reviews.
 from driftgate.stores.reviews import _iso, _us
@@ -120,19 +120,10 @@ monitor_status_table = Table(
 )
 
 
-class MonitorStateStore:
+class MonitorStateStore(TableStore):
     """Hysteresis state and the action ledger in SQLite (default) or PostgreSQL."""
 
-    def __init__(self, url: str, *, sqlite_synchronous: str = "FULL") -> None:
-        self.url = url
-        self.engine = create_store_engine(url, sqlite_synchronous=sqlite_synchronous)
-        create_tables(self.engine, _metadata, url, "monitor state")
-
-    def __repr__(self) -> str:
-        return f"MonitorStateStore({redact(self.url)!r})"
-
-    def close(self) -> None:
-        self.engine.dispose()
+    metadata, label = _metadata, "monitor state"
 
     # -- hysteresis ----------------------------------------------------------------
     def last_window_end(self, model_name: str, model_version: str, monitor: str) -> str | None:

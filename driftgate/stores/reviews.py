@@ -39,9 +39,7 @@ from sqlalchemy import (
 
 from driftgate.stores._sql import (
     StoreError,
-    create_store_engine,
-    create_tables,
-    redact,
+    TableStore,
     write_transaction,
 )
 from driftgate.stores.samples import to_utc
@@ -155,19 +153,21 @@ def _review(row) -> Review:
     )
 
 
-class ReviewStore:
+def _row(connection, review_id: str):
+    row = (
+        connection.execute(select(reviews_table).where(reviews_table.c.id == review_id))
+        .mappings()
+        .first()
+    )
+    if row is None:
+        raise StoreError(f"no review with id '{review_id}'")
+    return row
+
+
+class ReviewStore(TableStore):
     """Reviews in SQLite (default) or PostgreSQL."""
 
-    def __init__(self, url: str, *, sqlite_synchronous: str = "FULL") -> None:
-        self.url = url
-        self.engine = create_store_engine(url, sqlite_synchronous=sqlite_synchronous)
-        create_tables(self.engine, _metadata, url, "review")
-
-    def __repr__(self) -> str:
-        return f"ReviewStore({redact(self.url)!r})"
-
-    def close(self) -> None:
-        self.engine.dispose()
+    metadata, label = _metadata, "review"
 
     # -- reviews -----------------------------------------------------------------
     def open_or_update(
@@ -242,16 +242,21 @@ class ReviewStore:
             connection.execute(insert(reviews_table).values(**values))
         return ReviewChange(_review(values), created=True, updated=False)
 
+    def add_evidence(self, review_id: str, items: Sequence[str]) -> Review:
+        """Append links or lines to a review's evidence (open or resolved; once each):
+        a retrain it started, and that retrain's outcome, arrive after the breach."""
+        with write_transaction(self.engine) as connection:
+            row = _row(connection, review_id)
+            evidence = list(dict.fromkeys([*json.loads(row["evidence"] or "[]"), *items]))
+            values = {"evidence": json.dumps(evidence), "updated_at_us": _now_us()}
+            connection.execute(
+                update(reviews_table).where(reviews_table.c.id == review_id).values(**values)
+            )
+        return _review({**row, **values})
+
     def get(self, review_id: str) -> Review:
         with self.engine.connect() as connection:
-            row = (
-                connection.execute(select(reviews_table).where(reviews_table.c.id == review_id))
-                .mappings()
-                .first()
-            )
-        if row is None:
-            raise StoreError(f"no review with id '{review_id}'")
-        return _review(row)
+            return _review(_row(connection, review_id))
 
     def list(self, *, status: str | None = None, model_name: str | None = None) -> list[Review]:
         """Reviews, newest first, optionally only ``open`` / ``resolved`` ones of one model."""
@@ -267,13 +272,7 @@ class ReviewStore:
         if not resolution.strip():
             raise ValueError("resolving a review needs a resolution text")
         with write_transaction(self.engine) as connection:
-            row = (
-                connection.execute(select(reviews_table).where(reviews_table.c.id == review_id))
-                .mappings()
-                .first()
-            )
-            if row is None:
-                raise StoreError(f"no review with id '{review_id}'")
+            row = _row(connection, review_id)
             if row["status"] != OPEN:
                 raise StoreError(f"review '{review_id}' is already {row['status']}")
             values = {

@@ -77,6 +77,17 @@ class Ledger(Protocol):
     ) -> None: ...
 
 
+@dataclass(frozen=True)
+class RetrainStart:
+    """What the retrain port did: ``started`` a new retrain, or found one (in flight for
+    the model, or already asked for by this breach); ``detail`` says which, for people;
+    ``links`` point at it (retrain id, Prefect flow run, MLflow run, gate report)."""
+
+    started: bool
+    detail: str
+    links: list[str] = field(default_factory=list)
+
+
 @dataclass
 class ActionPorts:
     """The stores an action may change, opened by the caller.
@@ -84,7 +95,9 @@ class ActionPorts:
     ``reviews``: ``open_or_update(...) -> ReviewChange`` (driftgate.stores.reviews);
     ``pause``: ``(model_name, **why) -> SwitchChange`` (the control store's pause switch);
     ``tag_model_version``: ``(model_name, version, tags)`` on the model registry;
-    ``ledger``: the windows already acted on (driftgate.stores.monitor_state).
+    ``ledger``: the windows already acted on (driftgate.stores.monitor_state);
+    ``retrain``: ``(request, review_id) -> RetrainStart``, starts train -> gate for the
+    model unless one is in flight (driftgate.jobs.retrain); None where nothing can train.
     """
 
     reviews: Any
@@ -92,6 +105,7 @@ class ActionPorts:
     tag_model_version: Callable[[str, str, dict[str, str]], None]
     ledger: Ledger
     actor: str = "drift-check"
+    retrain: Callable[[ActionRequest, str | None], RetrainStart] | None = None
 
 
 @dataclass(frozen=True)

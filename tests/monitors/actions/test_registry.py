@@ -12,7 +12,7 @@ from driftgate.monitors.actions import (
 
 
 def test_every_action_module_is_registered_with_its_idempotency_contract():
-    assert sorted(ACTIONS) == ["notify", "open_review", "pause_inference"]
+    assert sorted(ACTIONS) == ["notify", "open_review", "pause_inference", "retrain"]
     assert all(action.idempotency and action.description for action in ACTIONS.values())
 
 

@@ -1,0 +1,273 @@
+"""The retrain job: what the ``retrain`` monitor action starts, and its outcome.
+
+:func:`start_retrain` is the action's retrain port (``ActionPorts.retrain``), handed
+over by the drift check's ``act`` step. It claims the model's retrain slot in the
+retrain store (:mod:`driftgate.stores.retrains`: one retrain per breach, at most one in
+flight per model, a lease that expires), then hands the claimed retrain to a
+*launcher*:
+
+- :func:`run_locally` (the default, and the fallback): :func:`jobs.train.run_training`
+  then :func:`jobs.promote.run_promotion` on the new version, synchronously, inside the
+  drift check, with no Prefect;
+- ``driftgate.flows.retrain.launch`` (what the drift-check flow and the CLI hand over):
+  a run of the ``train/<model>`` deployment when a Prefect server has one registered
+  (``driftgate deploy``), without waiting for it; the train flow records the outcome
+  (:func:`record_outcome`) when it ends. Without a server, or without that deployment,
+  it falls back to :func:`run_locally`.
+
+The data: the retrain reads the project's configured data exactly as ``driftgate
+train`` does (``data.source`` or ``data.reference`` + ``data.labels``, or the folder
+``driftgate prepare`` wrote); it does not add the window's stored samples. The gate
+scores the candidate and the champion on the held-out rows of that same data and its
+``data_version`` check requires the candidate to have been trained on it, so the
+window is in the retrain when the pipeline that refreshes the configured data (DVC)
+has appended it; see docs/monitors.md.
+
+The outcome is recorded on the retrain row, on the review (its evidence gains the
+candidate's MLflow run, the gate report and a line saying what happened) and on the
+candidate model version (tags ``driftgate.retrain.*``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+from driftgate import registry
+from driftgate.config import ProjectConfig
+from driftgate.core.redaction import redact_credentials
+from driftgate.monitors.actions import ActionRequest, RetrainStart
+from driftgate.monitors.rules import RetrainSettings
+from driftgate.stores.factories import retrain_store, review_store
+from driftgate.stores.retrains import Retrain
+
+log = logging.getLogger(__name__)
+
+LOCAL, PREFECT = "local", "prefect"
+TAG_RETRAIN = "driftgate.retrain"
+
+# (config, claimed retrain) -> the retrain as it stands after launching: finished when
+# it ran in process, in flight with its flow run id when a deployment runs it.
+Launcher = Callable[[ProjectConfig, Retrain], Retrain]
+
+
+def links(retrain: Retrain) -> list[str]:
+    """Where to look: the retrain, its Prefect flow run, its MLflow run, its gate report."""
+    found = [f"retrain:{retrain.id}"]
+    if retrain.flow_run_id:
+        found.append(f"prefect:flow-run/{retrain.flow_run_id}")
+    if retrain.run_id:
+        found.append(f"runs:/{retrain.run_id}")
+    if retrain.gate_report:
+        found.append(retrain.gate_report)
+    return found
+
+
+def start_retrain(
+    config: ProjectConfig,
+    request: ActionRequest,
+    review_id: str | None,
+    settings: RetrainSettings | None = None,
+    launcher: Launcher | None = None,
+) -> RetrainStart:
+    """Start train -> gate for the breach in ``request`` unless one is in flight for the
+    model or this breach asked before; links the review to what it started or found."""
+    settings = settings or RetrainSettings()
+    store = retrain_store(config)
+    try:
+        claim = store.claim(
+            model_name=request.model_name,
+            champion_version=request.model_version,
+            monitor=request.result.monitor,
+            window_start=request.start,
+            window_end=request.end,
+            review_id=review_id,
+            lease=settings.lease_length.to_pytimedelta(),
+            approval_timeout_s=settings.approval_seconds,
+        )
+    finally:
+        store.close()
+    if not claim.started:
+        found = claim.retrain
+        _add_evidence(config, review_id, links(found))
+        return RetrainStart(False, f"no new retrain: {found.outcome}", links(found))
+    try:
+        retrain = (launcher or run_locally)(config, claim.retrain)
+    except Exception as exc:  # the drift check goes on: its evidence and review stand
+        log.exception("retrain %s failed", claim.retrain.id)
+        retrain = fail_retrain(config, claim.retrain.id, f"{type(exc).__name__}: {exc}")
+    _add_evidence(config, review_id, links(retrain))
+    return RetrainStart(True, f"started {retrain.outcome}", links(retrain))
+
+
+def mark_launched(
+    config: ProjectConfig, retrain: Retrain, launcher: str, flow_run_id: str | None = None
+) -> Retrain:
+    store = retrain_store(config)
+    try:
+        store.launched(retrain.id, launcher=launcher, flow_run_id=flow_run_id)
+        return store.get(retrain.id)
+    finally:
+        store.close()
+
+
+def run_locally(config: ProjectConfig, retrain: Retrain) -> Retrain:
+    """Train and gate in this process (no Prefect); returns the finished retrain.
+
+    With ``approval: required`` nobody can be waited for here: a candidate that passes
+    the gate is left unpromoted, and the outcome says how a person promotes it.
+    """
+    from driftgate.gates.config import load_gate_config
+    from driftgate.jobs.promote import gate_report_uri, run_promotion
+    from driftgate.jobs.train import run_training
+
+    mark_launched(config, retrain, LOCAL)
+    log.info("retrain %s: training %s in process", retrain.id, config.model.name)
+    registered = run_training(config).registered
+    approval = retrain.approval_timeout_s is not None
+    promotion = run_promotion(
+        config, load_gate_config(config.gates), registered.version, promote_if_passed=not approval
+    )
+    waiting = approval and promotion.result.passed
+    return record_outcome(
+        config,
+        retrain.id,
+        run_id=registered.run_id,
+        candidate=registered.version,
+        passed=promotion.result.passed,
+        promoted=promotion.promoted,
+        gate_report=gate_report_uri(registered.run_id, promotion.report_files["markdown"]),
+        detail=(
+            f"approval required: a person promotes it with `driftgate promote --candidate "
+            f"{registered.version}`"
+            if waiting
+            else None
+        ),
+    )
+
+
+def record_outcome(
+    config: ProjectConfig,
+    retrain_id: str,
+    *,
+    run_id: str,
+    candidate: str,
+    passed: bool,
+    promoted: bool,
+    gate_report: str,
+    detail: str | None = None,
+) -> Retrain:
+    """The retrain ended with a gated candidate: on its row (freeing the model's slot),
+    on the review and on the candidate version."""
+    store = retrain_store(config)
+    try:
+        retrain = store.finish(
+            retrain_id,
+            run_id=run_id,
+            candidate_version=candidate,
+            passed=passed,
+            promoted=promoted,
+            gate_report=gate_report,
+            detail=detail,
+        )
+    finally:
+        store.close()
+    _add_evidence(config, retrain.review_id, [*links(retrain), retrain.outcome])
+    registry.tag_model_version(
+        config.tracking,
+        config.model.name,
+        candidate,
+        {
+            f"{TAG_RETRAIN}.id": retrain.id,
+            f"{TAG_RETRAIN}.review": retrain.review_id or "-",
+            f"{TAG_RETRAIN}.monitor": retrain.monitor,
+            f"{TAG_RETRAIN}.window": "..".join(retrain.window),
+            f"{TAG_RETRAIN}.champion_before": retrain.champion_version,
+        },
+    )
+    log.info("%s", retrain.outcome)
+    return retrain
+
+
+def approval_brief(config: ProjectConfig, retrain_id: str, gate_markdown: str) -> str:
+    """What the person approving a candidate reads: the breach and its drift evidence
+    (the review), then the gate report."""
+    store, reviews = retrain_store(config), review_store(config)
+    try:
+        retrain = store.get(retrain_id)
+        review = reviews.get(retrain.review_id) if retrain.review_id else None
+    finally:
+        store.close()
+        reviews.close()
+    lines = [
+        f"# Approve the retrained {config.model.name}?",
+        "",
+        f"Monitor `{retrain.monitor}` breached on {retrain.window[0]} .. {retrain.window[1]} "
+        f"(champion v{retrain.champion_version}); retrain `{retrain.id}`.",
+    ]
+    if review is not None:
+        observed = "-" if review.observed is None else f"{review.observed:.4g}"
+        lines += [
+            f"Review `{review.id}`: {review.metric} {observed} (threshold "
+            f"{review.threshold:g}) on {', '.join(review.features) or 'the window'}, "
+            f"{review.breaches} breach(es).",
+            "",
+            "Drift evidence:",
+            *[f"- {item}" for item in review.evidence],
+        ]
+    lines += ["", "Approve to promote the candidate; reject to keep the champion. Give a reason."]
+    return "\n".join(lines) + "\n\n" + gate_markdown
+
+
+def record_decision(
+    config: ProjectConfig, retrain_id: str, candidate: str, *, decision: str, by: str, reason: str
+) -> Retrain:
+    """A person's decision on the candidate: on the retrain, the review and the version."""
+    store = retrain_store(config)
+    try:
+        retrain = store.decide(retrain_id, decision=decision, by=by, reason=reason)
+    finally:
+        store.close()
+    _add_evidence(
+        config, retrain.review_id, [f"candidate v{candidate} {decision} by {by}: {reason}"]
+    )
+    registry.tag_model_version(
+        config.tracking,
+        config.model.name,
+        candidate,
+        {
+            f"{TAG_RETRAIN}.decision": decision,
+            f"{TAG_RETRAIN}.decided_by": by,
+            f"{TAG_RETRAIN}.decision_reason": reason[:5000],
+        },
+    )
+    return retrain
+
+
+def fail_retrain(config: ProjectConfig, retrain_id: str, detail: str) -> Retrain:
+    """The retrain ended without a gated candidate: frees the slot, says why on the review."""
+    store = retrain_store(config)
+    try:
+        retrain = store.fail(retrain_id, redact_credentials(detail)[:2000])
+    finally:
+        store.close()
+    _add_evidence(config, retrain.review_id, [retrain.outcome])
+    return retrain
+
+
+def _add_evidence(config: ProjectConfig, review_id: str | None, items: list[str]) -> None:
+    if review_id is None:
+        return
+    reviews = review_store(config)
+    try:
+        reviews.add_evidence(review_id, items)
+    finally:
+        reviews.close()
+
+
+def gate_report_of(run_id: str, reports: dict) -> str:
+    """The gate report link from a promotion flow's ``reports`` (kind -> path)."""
+    from driftgate.jobs.promote import gate_report_uri
+
+    return gate_report_uri(run_id, Path(reports["markdown"]))

@@ -1,0 +1,109 @@
+"""The retrain store on SQLite and on the real PostgreSQL server: one retrain per
+breach, at most one in flight per model (durably, across store objects and racing
+processes), and a lease after which a dead retrain frees the slot."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+
+from driftgate.stores.retrains import DONE, EXPIRED, FAILED, IN_FLIGHT, RetrainStore
+
+W1 = ("2026-01-01T00:00:00Z", "2026-01-01T01:00:00Z")
+W2 = ("2026-01-01T01:00:00Z", "2026-01-01T02:00:00Z")
+W3 = ("2026-01-01T02:00:00Z", "2026-01-01T03:00:00Z")
+HOUR = timedelta(hours=1)
+
+
+@pytest.fixture
+def store(store_url):
+    opened = RetrainStore(store_url)
+    yield opened
+    opened.close()
+
+
+def claim(store, window=W1, monitor="kl", model="m", lease=HOUR):
+    return store.claim(
+        model_name=model,
+        champion_version="3",
+        monitor=monitor,
+        window_start=window[0],
+        window_end=window[1],
+        review_id="rv-1",
+        lease=lease,
+    )
+
+
+def finish(store, retrain_id, promoted=True):
+    return store.finish(
+        retrain_id, run_id="r1", candidate_version="4", passed=promoted, promoted=promoted,
+        gate_report="runs:/r1/gates/gate.md",
+    )  # fmt: skip
+
+
+def test_the_same_breach_claimed_twice_starts_one_retrain(store):
+    first, again = claim(store), claim(store)
+    assert first.started and not again.started
+    assert again.retrain.id == first.retrain.id and again.retrain.status == IN_FLIGHT
+    finish(store, first.retrain.id)
+    # Finished: the same breach still asks for nothing more.
+    late = claim(store)
+    assert not late.started and late.retrain.status == DONE
+    assert [r.id for r in store.list("m")] == [first.retrain.id]
+
+
+def test_a_second_breach_while_one_is_in_flight_starts_nothing_until_it_ends(store_url, store):
+    first = claim(store, W1)
+    # Another monitor, another window, another store object (another process).
+    other = RetrainStore(store_url)
+    try:
+        second = claim(other, W2, monitor="missing")
+        assert not second.started and second.retrain.id == first.retrain.id
+        assert claim(other, W2, model="another-model").started  # per model
+    finally:
+        other.close()
+    finish(store, first.retrain.id, promoted=False)
+    third = claim(store, W3)
+    assert third.started and third.retrain.status == IN_FLIGHT
+    assert store.get(first.retrain.id).outcome.endswith("not promoted (gate failed)")
+
+
+def test_a_failed_retrain_frees_the_slot(store):
+    first = claim(store, W1)
+    failed = store.fail(first.retrain.id, "RuntimeError: out of memory")
+    assert failed.status == FAILED and "out of memory" in failed.outcome
+    assert claim(store, W2).started
+
+
+def test_a_stale_in_flight_retrain_expires_and_the_next_breach_takes_the_slot(store):
+    dead = claim(store, W1, lease=timedelta(microseconds=1))
+    store.launched(dead.retrain.id, launcher="prefect", flow_run_id="fr-1")
+    taken = claim(store, W2)
+    assert taken.started
+    expired = store.get(dead.retrain.id)
+    assert expired.status == EXPIRED and "fr-1" in expired.detail
+    # The expired breach itself is not asked again.
+    assert not claim(store, W1).started
+
+
+def test_racing_claims_for_one_model_start_exactly_one(store_url, store):
+    stores = [RetrainStore(store_url) for _ in range(6)]
+    results, barrier = [], threading.Barrier(len(stores))
+
+    def race(index, opened):
+        barrier.wait()
+        results.append(claim(opened, (f"2026-02-0{index + 1}T00:00:00Z", "2026-03-01T00:00:00Z")))
+
+    threads = [threading.Thread(target=race, args=(i, s)) for i, s in enumerate(stores)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for opened in stores:
+        opened.close()
+    started = [r for r in results if r.started]
+    assert len(results) == 6 and len(started) == 1
+    assert {r.retrain.id for r in results} == {started[0].retrain.id}
+    assert len(store.list("m")) == 1

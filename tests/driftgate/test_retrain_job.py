@@ -1,0 +1,167 @@
+"""The ``retrain`` action through the drift-check job, in process (no Prefect): a real
+MLflow store, real training and gate, real review and retrain stores (SQLite).
+
+The model is registered under its own name, so the retrain's new versions and champion
+move do not touch the shared ``rainfall-classifier`` of the other tests.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from driftgate import registry
+from driftgate.gates.config import load_gate_config
+from driftgate.jobs import drift_check as job
+from driftgate.jobs.train import run_training
+from driftgate.monitors.rules import Monitor, RetrainSettings
+from driftgate.stores.factories import retrain_store
+from driftgate.stores.retrains import DONE
+from driftgate.stores.samples import SqlSampleStore
+from tests.conftest import mlflow_client
+from tests.driftgate.test_drift_check_job import DRIFT_1, DRIFT_2, write_window
+
+DRIFT_4 = ("2030-01-05", "2030-01-06")
+
+
+@pytest.fixture(scope="module")
+def retraining(trained_model, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("retrain")
+    config = trained_model.config.model_copy(deep=True)
+    config.model = config.model.model_copy(update={"name": "rainfall-retrain"})
+    config.serving = config.serving.model_copy(
+        update={
+            "sample_store_url": f"sqlite:///{folder / 'samples.db'}",
+            "control_store_url": f"sqlite:///{folder / 'control.db'}",
+        }
+    )
+    config.home = str(folder / "home")
+    champion = run_training(config, on_epoch=None).registered.version
+    client = mlflow_client(config.tracking.uri)
+    client.set_registered_model_alias(config.model.name, registry.CHAMPION_ALIAS, champion)
+    data, features = trained_model.data, trained_model.data.features
+    late = data.splits.production[data.splits.production["date"].dt.year >= 1990]
+    store = SqlSampleStore(config.serving.sample_store(config.home_dir))
+    write_window(store, late.iloc[:800], features, DRIFT_1, champion)
+    write_window(store, late.iloc[800:1600], features, DRIFT_2, champion)
+    write_window(store, late.iloc[1600:2400], features, DRIFT_4, champion)
+    store.close()
+    gates = load_gate_config()
+    kl = next(m for m in gates.monitors if m.name == "mean-shift-kl")
+    retrain = Monitor(**{**kl.model_dump(), "action": "retrain", "retrain": {"lease": "2h"}})
+    return {
+        "config": config,
+        "gates": gates.model_copy(update={"monitors": [retrain]}),
+        "champion": champion,
+        "client": client,
+    }
+
+
+def versions(retraining) -> list[str]:
+    name = retraining["config"].model.name
+    found = retraining["client"].search_model_versions(f"name='{name}'")
+    return sorted(str(v.version) for v in found)
+
+
+def retrains(config):
+    store = retrain_store(config)
+    try:
+        return store.list(config.model.name)
+    finally:
+        store.close()
+
+
+def reviews(config):
+    store = job.review_store(config)
+    try:
+        return store.list(model_name=config.model.name)
+    finally:
+        store.close()
+
+
+def test_a_retrain_action_fired_twice_for_one_breach_starts_one_run(retraining):
+    config, gates = retraining["config"], retraining["gates"]
+    before = versions(retraining)
+    first = job.judge_window(config, gates, *DRIFT_1)
+    again = job.judge_window(config, gates, *DRIFT_1)
+    assert first.breached == ["mean-shift-kl"]
+    (taken,) = first.actions
+    assert taken.action == "retrain" and taken.changed and "started retrain" in taken.detail
+    # One new version: one training run for the breach.
+    (candidate,) = sorted(set(versions(retraining)) - set(before))
+    (retrain,) = retrains(config)
+    if retrain.promoted:
+        # The window judged again for the new champion breaches again: the retrain
+        # store, not the (per version) ledger, knows this breach has had its retrain.
+        assert "no new retrain: " + retrain.outcome in again.actions[0].detail
+    else:
+        assert again.actions[0].changed is False and "already taken" in again.actions[0].detail
+    assert retrain.status == DONE and retrain.candidate_version == candidate
+    assert retrain.launcher == "local" and retrain.champion_version == retraining["champion"]
+    # The gate decided: the champion moved exactly when the retrain says it was promoted.
+    champion = registry.alias_version(config.tracking, config.model.name, "champion")
+    assert retrain.promoted == (champion == candidate) == retrain.passed
+    # The review links the breach to the retrain, its MLflow run, its gate report and
+    # says how it ended.
+    review = next(r for r in reviews(config) if r.id == taken.review_id)
+    assert review.id == retrain.review_id and review.model_version == retraining["champion"]
+    assert f"runs:/{first.run_id}" in review.evidence  # the drift evidence
+    assert f"retrain:{retrain.id}" in review.evidence
+    assert f"runs:/{retrain.run_id}" in review.evidence
+    assert retrain.gate_report.startswith(f"runs:/{retrain.run_id}/gates/")
+    assert retrain.gate_report in review.evidence and retrain.outcome in review.evidence
+    tags = retraining["client"].get_model_version(config.model.name, candidate).tags
+    assert tags["driftgate.retrain.review"] == review.id
+    assert tags["driftgate.retrain.id"] == retrain.id
+    assert tags["driftgate.gate.status"] == ("passed" if retrain.passed else "failed")
+
+
+def test_a_second_breach_while_a_retrain_is_in_flight_starts_no_other(retraining):
+    config, gates = retraining["config"], retraining["gates"]
+    # Another drift check (another process) has a retrain of this model running.
+    store = retrain_store(config)
+    running = store.claim(
+        model_name=config.model.name,
+        champion_version=retraining["champion"],
+        monitor="another-monitor",
+        window_start="2030-06-01",
+        window_end="2030-06-02",
+        review_id=None,
+        lease=timedelta(hours=1),
+    )
+    store.close()
+    assert running.started
+    before = versions(retraining)
+    verdict = job.judge_window(config, gates, *DRIFT_2)
+    (taken,) = verdict.actions
+    assert verdict.breached == ["mean-shift-kl"] and taken.action == "retrain"
+    assert f"no new retrain: retrain {running.retrain.id} in flight" in taken.detail
+    assert versions(retraining) == before
+    assert [r.id for r in retrains(config) if r.status == "in_flight"] == [running.retrain.id]
+    review = next(r for r in reviews(config) if r.id == taken.review_id)
+    assert f"retrain:{running.retrain.id}" in review.evidence
+
+
+def test_approval_required_in_process_gates_the_candidate_and_leaves_it_to_a_person(retraining):
+    config, gates = retraining["config"], retraining["gates"]
+    store = retrain_store(config)
+    for running in store.list(config.model.name):
+        if running.status == "in_flight":  # the other test's retrain: ended
+            store.fail(running.id, "ended by the test")
+    store.close()
+    (kl,) = gates.monitors
+    settings = {"lease": "2h", "approval": "required", "approval_timeout": "1h"}
+    approval = gates.model_copy(
+        update={"monitors": [kl.model_copy(update={"retrain": RetrainSettings(**settings)})]}
+    )
+    champion = registry.alias_version(config.tracking, config.model.name, "champion")
+    verdict = job.judge_window(config, approval, *DRIFT_4)
+    (taken,) = verdict.actions
+    retrain = next(r for r in retrains(config) if r.window[0].startswith(DRIFT_4[0]))
+    assert retrain.status == DONE and retrain.approval_timeout_s == 3600
+    assert registry.alias_version(config.tracking, config.model.name, "champion") == champion
+    assert not retrain.promoted
+    if retrain.passed:  # nobody to wait for in process: a person promotes it
+        command = f"driftgate promote --candidate {retrain.candidate_version}"
+        assert command in retrain.outcome and command in taken.detail

@@ -1,0 +1,69 @@
+"""``retrain``: accepted in gates.yaml with its settings, refused with clear errors, and
+never run where nothing can train. The retrain itself (real training, gate, stores) is
+tested in tests/driftgate/test_retrain_job.py and, through Prefect, in
+tests/flows/test_retrain_flow.py."""
+
+import pytest
+
+from driftgate.core.yamlconfig import ConfigError
+from driftgate.gates.config import load_gate_config
+from driftgate.monitors.actions import take_action
+from driftgate.monitors.actions.retrain import RetrainUnavailableError
+
+from .conftest import request
+
+RULE = "  - {name: a, metric: kl, threshold: 0.1, schedule: '0 * * * *', action: %s%s}\n"
+
+
+def load(tmp_path, action, extra=""):
+    path = tmp_path / "gates.yaml"
+    path.write_text("monitors:\n" + RULE % (action, extra))
+    return load_gate_config(path)
+
+
+def test_retrain_is_an_action_of_gates_yaml_with_a_default_lease(tmp_path):
+    (monitor,) = load(tmp_path, "retrain").monitors
+    assert monitor.action == "retrain" and monitor.retrain.lease == "6h"
+    (monitor,) = load(tmp_path, "retrain", ", retrain: {lease: 90m}").monitors
+    assert monitor.retrain.lease_length.total_seconds() == 5400
+    assert monitor.retrain.approval == "none" and monitor.retrain.approval_seconds is None
+    extra = ", retrain: {lease: 2d, approval: required, approval_timeout: 12h}"
+    (monitor,) = load(tmp_path, "retrain", extra).monitors
+    assert monitor.retrain.approval_seconds == 12 * 3600
+
+
+@pytest.mark.parametrize(
+    ("action", "extra", "message"),
+    [
+        (
+            "open_review",
+            ", retrain: {lease: 1h}",
+            r"monitors.0: .*retrain: settings of the retrain action, but this monitor's "
+            r"action is 'open_review'",
+        ),
+        ("retrain", ", retrain: {lease: soon}", r"monitors.0.retrain.lease: .*lease 'soon'"),
+        ("retrain", ", retrain: {lease: 0h}", r"monitors.0.retrain.lease: .*empty"),
+        ("retrain", ", retrain: {approver: ana}", r"monitors.0.retrain.approver: unknown key"),
+        ("retrain", ", retrain: {approval: maybe}", r"monitors.0.retrain.approval: .*'none' or"),
+        (
+            "retrain",
+            ", retrain: {approval_timeout: 1x}",
+            r"monitors.0.retrain.approval_timeout: .*approval_timeout '1x' is not a duration",
+        ),
+        (
+            "retrain",
+            ", retrain: {approval: required, lease: 6h, approval_timeout: 6h}",
+            r"monitors.0.retrain: .*approval_timeout 6h must be shorter than lease 6h",
+        ),
+        ("retrain", ", retrain: 3", r"monitors.0.retrain: "),
+    ],
+)
+def test_bad_retrain_settings_name_the_key(tmp_path, action, extra, message):
+    with pytest.raises(ConfigError, match=message):
+        load(tmp_path, action, extra)
+
+
+def test_without_a_retrain_port_the_action_refuses_before_changing_anything(stores):
+    with pytest.raises(RetrainUnavailableError, match="needs a retrain port"):
+        take_action("retrain", request(action="retrain"), stores.ports)
+    assert stores.reviews.list() == []
