@@ -24,15 +24,19 @@ from driftgate.monitors.budget import (
     per_test_level,
 )
 from driftgate.monitors.nulls import (
+    CONDITIONAL_MIN_ROWS,
     _categorical_population,
     binned_null,
     binned_statistic,
+    conditional_null,
     decision_bound,
     grid_size,
 )
 from driftgate.monitors.planner import plan_monitor
 from driftgate.monitors.profile import ReferenceProfile
 from driftgate.monitors.rules import Monitor, apply_hysteresis, evaluate_monitor
+from driftgate.monitors.stattests.binned import bin_counts
+from driftgate.monitors.window import summarise_window
 
 
 @pytest.fixture(scope="module")
@@ -248,14 +252,39 @@ def test_a_categorical_null_population_adds_the_levels_the_reference_missed():
 
 
 def test_the_engine_decides_a_categorical_feature_as_the_bound(zipf_levels):
+    """Small windows: the profile-only bound. From CONDITIONAL_MIN_ROWS rows on: the
+    permutation null given the window's counts, the same p-value every time."""
     profile, draw = zipf_levels
+    reference = profile.features["c"]
     level = 1e-3
     for rows in (60, 20_000):
-        bound = decision_bound("kl", profile.features["c"], rows, 0.0, level)
+        bound = decision_bound("kl", reference, rows, 0.0, level)
         for seed in range(5):
             window = pd.DataFrame({"c": draw(rows)})
             report = check_drift(
                 profile, window, tests=["kl"], thresholds={"kl": 0.0}, levels={"kl": level}
             )
             result = report.result("c", "kl")
-            assert result.drifted == (result.value >= bound.min_detectable), (rows, seed)
+            if rows < CONDITIONAL_MIN_ROWS:
+                assert result.drifted == (result.value >= bound.min_detectable), (rows, seed)
+                continue
+            summary = summarise_window(profile, window).features["c"]
+            ref_counts, cur_counts, _ = bin_counts(reference, summary)
+            p_value = conditional_null("kl", ref_counts, cur_counts).p_value(result.value)
+            assert result.p_value == p_value and result.drifted == (p_value <= level)
+            again = check_drift(
+                profile, window, tests=["kl"], thresholds={"kl": 0.0}, levels={"kl": level}
+            )
+            assert again.result("c", "kl").p_value == result.p_value
+
+
+def test_the_conditional_null_catches_a_shift_of_the_common_levels(zipf_levels):
+    profile, draw = zipf_levels
+    window = pd.DataFrame({"c": draw(5_000)})
+    window.loc[window.index[:600], "c"] = "L1"  # 12% of the rows moved to one level
+    report = check_drift(
+        profile, window, tests=["kl"], thresholds={"kl": 0.01}, levels={"kl": 1e-5}
+    )
+    result = report.result("c", "kl")
+    assert result.drifted and result.p_value <= 1e-5
+    assert 0 < result.bias_corrected < result.value
