@@ -120,16 +120,22 @@ def fit_month(population: pd.DataFrame, rng: np.random.Generator) -> list[Featur
     return features
 
 
-def kl_values(feature: Feature, counts: np.ndarray) -> np.ndarray:
-    """The engine's KL(ref || cur) per row of window counts (smoothed, as kl_test)."""
-    from driftgate.monitors.nulls import binned_statistic
-
+def reference_counts(feature: Feature, bins: int) -> np.ndarray:
+    """The reference's counts on the population's ``bins`` (levels it missed: 0)."""
     reference = feature.reference
     if isinstance(reference, CategoricalProfile):
         ref = np.array(list(reference.category_counts.values()), dtype=float)
     else:
         ref = reference.bin_counts.astype(float)
-    ref = np.concatenate([ref, np.zeros(counts.shape[1] - ref.size)])
+    return np.concatenate([ref, np.zeros(bins - ref.size)])
+
+
+def kl_values(feature: Feature, counts: np.ndarray) -> np.ndarray:
+    """The engine's KL(ref || cur) per row of window counts (smoothed, as kl_test)."""
+    from driftgate.monitors.nulls import binned_statistic
+
+    reference = feature.reference
+    ref = reference_counts(feature, counts.shape[1])
     p_ref = np.broadcast_to(ref / ref.sum(), counts.shape)
     p_cur = counts / counts.sum(axis=1, keepdims=True)
     # The engine's bins hold only the categories present in either side: an unseen
@@ -147,8 +153,7 @@ def is_conditional(feature: Feature, n: int) -> bool:
 def conditional_hits(feature, counts, values, level, threshold) -> np.ndarray:
     """Per window: over the threshold and significant against its own permutation null
     (one null per window: only windows over the threshold need one)."""
-    reference = np.array(list(feature.reference.category_counts.values()), dtype=float)
-    reference = np.concatenate([reference, np.zeros(counts.shape[1] - reference.size)])
+    reference = reference_counts(feature, counts.shape[1])
     hits = np.zeros(len(counts), bool)
     for w in np.flatnonzero(values >= threshold):
         null = conditional_null("kl", reference, counts[w].astype(float))

@@ -95,6 +95,17 @@ def mlflow_client(uri: str):
     return MlflowClient(tracking_uri=uri, registry_uri=uri)
 
 
+def retrains(config) -> list:
+    """The retrains the project's retrain store holds for its model (monitor-started)."""
+    from driftgate.stores.factories import retrain_store
+
+    store = retrain_store(config)
+    try:
+        return store.list(config.model.name)
+    finally:
+        store.close()
+
+
 def free_port() -> int:
     import socket
 

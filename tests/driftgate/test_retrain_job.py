@@ -19,7 +19,7 @@ from driftgate.monitors.rules import Monitor, RetrainSettings
 from driftgate.stores.factories import retrain_store
 from driftgate.stores.retrains import DONE
 from driftgate.stores.samples import SqlSampleStore
-from tests.conftest import mlflow_client
+from tests.conftest import mlflow_client, retrains
 from tests.driftgate.test_drift_check_job import DRIFT_1, DRIFT_2, write_window
 
 DRIFT_4 = ("2030-01-05", "2030-01-06")
@@ -62,14 +62,6 @@ def versions(retraining) -> list[str]:
     name = retraining["config"].model.name
     found = retraining["client"].search_model_versions(f"name='{name}'")
     return sorted(str(v.version) for v in found)
-
-
-def retrains(config):
-    store = retrain_store(config)
-    try:
-        return store.list(config.model.name)
-    finally:
-        store.close()
 
 
 def reviews(config):

@@ -26,11 +26,10 @@ from driftgate.monitors.rules import MonitorResult
 from driftgate.stores.factories import (
     control_store,
     monitor_state_store,
-    retrain_store,
     review_store,
 )
 from driftgate.stores.retrains import DONE, IN_FLIGHT
-from tests.conftest import REPO_ROOT, mlflow_client
+from tests.conftest import REPO_ROOT, mlflow_client, retrains
 
 MODEL = "rainfall-retrain-flow"
 
@@ -110,14 +109,6 @@ def train_runs(config):
         return client.read_flow_runs(
             deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[deployment.id]))
         )
-
-
-def retrains(config):
-    store = retrain_store(config)
-    try:
-        return store.list(config.model.name)
-    finally:
-        store.close()
 
 
 def test_a_breach_runs_the_train_deployment_once_and_the_flow_records_the_outcome(project):
