@@ -101,6 +101,8 @@ def validate_and_promote(
     """
     logger = get_run_logger()
     config = load_config(config_path)
+    if retrain_id is not None:  # scored on the data version the retrain trained on
+        config = retrain_job.retrain_config(config, retrain_id)
     gates = load_gate_config(gates_path or config.gates)
     result = evaluate_gates_task(config, gates, candidate)
     logger.info("gate for %s v%s:\n%s", result.model_name, result.candidate, result.table())

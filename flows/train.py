@@ -66,6 +66,8 @@ def train_flow(
     """
     config = load_config(config_path)
     try:
+        if retrain_id is not None:  # the configured data plus the breaching window
+            config = retrain_job.retrain_config(config, retrain_id)
         data = prepare_data_task(config)
         result = fit_model_task(config, data)
         metrics = evaluate_model_task(data, result)

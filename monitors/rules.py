@@ -24,6 +24,7 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from datetime import timedelta
 from typing import Literal
 
 import pandas as pd
@@ -144,10 +145,18 @@ class RetrainSettings(StrictModel):
     approval_timeout: str = Field(
         "24h", description="how long the candidate waits for the person (approval: required)"
     )
+    cooldown: str | None = Field(
+        None,
+        description="after a retrain of the model ends, how long before a breach may start "
+        "another (a drift that persists breaches every window; each retrain costs a "
+        "training run). None: any breach once the previous retrain ended",
+    )
 
-    @field_validator("lease", "approval_timeout")
+    @field_validator("lease", "approval_timeout", "cooldown")
     @classmethod
-    def _is_a_duration(cls, value: str, info) -> str:
+    def _is_a_duration(cls, value: str | None, info) -> str | None:
+        if value is None:
+            return value
         try:
             parse_duration(value)
         except ValueError as exc:
@@ -166,6 +175,10 @@ class RetrainSettings(StrictModel):
     @property
     def lease_length(self) -> pd.Timedelta:
         return parse_duration(self.lease)
+
+    @property
+    def cooldown_length(self) -> timedelta | None:
+        return None if self.cooldown is None else parse_duration(self.cooldown).to_pytimedelta()
 
     @property
     def approval_wait(self) -> pd.Timedelta:

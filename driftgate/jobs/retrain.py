@@ -15,13 +15,12 @@ flight per model, a lease that expires), then hands the claimed retrain to a
   (:func:`record_outcome`) when it ends. Without a server, or without that deployment,
   it falls back to :func:`run_locally`.
 
-The data: the retrain reads the project's configured data exactly as ``driftgate
-train`` does (``data.source`` or ``data.reference`` + ``data.labels``, or the folder
-``driftgate prepare`` wrote); it does not add the window's stored samples. The gate
-scores the candidate and the champion on the held-out rows of that same data and its
-``data_version`` check requires the candidate to have been trained on it, so the
-window is in the retrain when the pipeline that refreshes the configured data (DVC)
-has appended it; see docs/monitors.md.
+The data (:mod:`driftgate.jobs.retrain_data`): the project's configured data, exactly
+as ``driftgate train`` reads it, with the breaching window's labelled records added to
+each split, written once per retrain as a prepared-data folder. Training and the gate
+both read that folder (:func:`retrain_config`), so the gate scores the candidate and
+the champion on the same held-out rows, the window's newest among them, and its
+``data_version`` check holds.
 
 The outcome is recorded on the retrain row, on the review (its evidence gains the
 candidate's MLflow run, the gate report and a line saying what happened) and on the
@@ -37,6 +36,7 @@ from pathlib import Path
 from driftgate import registry
 from driftgate.config import ProjectConfig
 from driftgate.core.redaction import redact_credentials
+from driftgate.jobs.retrain_data import retrain_data
 from driftgate.monitors.actions import ActionRequest, RetrainStart
 from driftgate.monitors.rules import RetrainSettings
 from driftgate.stores.factories import retrain_store, review_store
@@ -85,6 +85,9 @@ def start_retrain(
             review_id=review_id,
             lease=settings.lease_length.to_pytimedelta(),
             approval_timeout_s=settings.approval_seconds,
+            cooldown=None
+            if settings.cooldown is None
+            else settings.cooldown_length.to_pytimedelta(),
         )
     finally:
         store.close()
@@ -123,7 +126,9 @@ def run_locally(config: ProjectConfig, retrain: Retrain) -> Retrain:
     from driftgate.jobs.train import run_training
 
     mark_launched(config, retrain, LOCAL)
-    log.info("retrain %s: training %s in process", retrain.id, config.model.name)
+    data = retrain_data(config, retrain.id, retrain.window)
+    config = data.config
+    log.info("retrain %s: training %s in process; %s", retrain.id, config.model.name, data.summary)
     registered = run_training(config).registered
     approval = retrain.approval_timeout_s is not None
     promotion = run_promotion(
@@ -139,12 +144,23 @@ def run_locally(config: ProjectConfig, retrain: Retrain) -> Retrain:
         promoted=promotion.promoted,
         gate_report=gate_report_uri(registered.run_id, promotion.report_files["markdown"]),
         detail=(
-            f"approval required: a person promotes it with `driftgate promote --candidate "
-            f"{registered.version}`"
+            f"{data.summary}; approval required: a person promotes it with `driftgate "
+            f"promote --candidate {registered.version}`"
             if waiting
-            else None
+            else data.summary
         ),
     )
+
+
+def retrain_config(config: ProjectConfig, retrain_id: str) -> ProjectConfig:
+    """The config retrain ``retrain_id`` trains and is gated with: its data version
+    (the configured data plus the window's labelled records), built on first use."""
+    store = retrain_store(config)
+    try:
+        retrain = store.get(retrain_id)
+    finally:
+        store.close()
+    return retrain_data(config, retrain.id, retrain.window).config
 
 
 def record_outcome(

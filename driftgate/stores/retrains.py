@@ -211,12 +211,14 @@ class RetrainStore(TableStore):
         review_id: str | None,
         lease: timedelta,
         approval_timeout_s: int | None = None,
+        cooldown: timedelta | None = None,
     ) -> Claim:
         """Take the model's retrain slot for this breach, or say who holds it.
 
         Returns the existing row, not started, when this breach asked before (whatever
-        its status) or another retrain of the model is in flight and its lease has not
-        expired; an expired one is marked ``expired`` first and the slot is taken.
+        its status), another retrain of the model is in flight and its lease has not
+        expired (an expired one is marked ``expired`` first and the slot is taken), or,
+        with ``cooldown``, one of the model's retrains ended less than ``cooldown`` ago.
         """
         start, end, now = _us(window_start), _us(window_end), _now_us()
         table = retrains_table
@@ -227,6 +229,12 @@ class RetrainStore(TableStore):
             table.c.window_end_us == end,
         )
         in_flight = and_(table.c.model_name == model_name, table.c.status == IN_FLIGHT)
+        conditions = [breach, in_flight]
+        if cooldown is not None:
+            since = now - int(cooldown / timedelta(microseconds=1))
+            conditions.append(
+                and_(table.c.model_name == model_name, table.c.finished_at_us >= since)
+            )
         values = {
             "id": f"rt-{uuid.uuid4().hex[:12]}",
             "model_name": model_name,
@@ -242,8 +250,8 @@ class RetrainStore(TableStore):
         }
         try:
             with write_transaction(self.engine) as connection:
-                for condition in (breach, in_flight):
-                    query = select(table).where(condition)
+                for condition in conditions:
+                    query = select(table).where(condition).order_by(table.c.started_at_us.desc())
                     if connection.dialect.name == "postgresql":
                         query = query.with_for_update()
                     row = connection.execute(query).mappings().first()

@@ -9,20 +9,25 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pandas as pd
 import pytest
 
 from driftgate import registry
 from driftgate.gates.config import load_gate_config
 from driftgate.jobs import drift_check as job
+from driftgate.jobs.feedback import LabelInput, open_label_store, submit_labels
 from driftgate.jobs.train import run_training
 from driftgate.monitors.rules import Monitor, RetrainSettings
 from driftgate.stores.factories import retrain_store
 from driftgate.stores.retrains import DONE
 from driftgate.stores.samples import SqlSampleStore
+from driftgate.training.data import content_digest
+from driftgate.training.prepared import load_splits
 from tests.conftest import mlflow_client, retrains
 from tests.driftgate.test_drift_check_job import DRIFT_1, DRIFT_2, write_window
 
 DRIFT_4 = ("2030-01-05", "2030-01-06")
+LABELLED = 600  # of DRIFT_4's 800 records
 
 
 @pytest.fixture(scope="module")
@@ -45,8 +50,23 @@ def retraining(trained_model, tmp_path_factory):
     store = SqlSampleStore(config.serving.sample_store(config.home_dir))
     write_window(store, late.iloc[:800], features, DRIFT_1, champion)
     write_window(store, late.iloc[800:1600], features, DRIFT_2, champion)
-    write_window(store, late.iloc[1600:2400], features, DRIFT_4, champion)
+    # DRIFT_4 as the service would store it: records its contract accepts (the others
+    # are refused, never stored), so its labelled records can join the training data.
+    drift_4 = accepted_records(late.iloc[1600:], data).iloc[:800]
+    write_window(store, drift_4, features, DRIFT_4, champion)
     store.close()
+    # DRIFT_4's outcomes arrived (as POST /feedback writes them): its retrain trains on them.
+    labels = open_label_store(config)
+    truth = drift_4["rain"].astype(int).tolist()
+    outcome = submit_labels(
+        labels,
+        [LabelInput(i, f"{DRIFT_4[0]}-{i}", 0, truth[i]) for i in range(LABELLED)],
+        outputs_of=lambda name, version: ("binary", ()),
+        horizon=None,
+        all_or_nothing=False,
+    )
+    labels.close()
+    assert outcome.counts()["accepted"] == LABELLED
     gates = load_gate_config()
     kl = next(m for m in gates.monitors if m.name == "mean-shift-kl")
     retrain = Monitor(**{**kl.model_dump(), "action": "retrain", "retrain": {"lease": "2h"}})
@@ -55,7 +75,20 @@ def retraining(trained_model, tmp_path_factory):
         "gates": gates.model_copy(update={"monitors": [retrain]}),
         "champion": champion,
         "client": client,
+        "data": data,
+        "drift_4": drift_4,
     }
+
+
+def accepted_records(frame, data):
+    """The rows of ``frame`` inside every range of the data's contract."""
+    from driftgate.data_contracts import Contract
+
+    inside = pd.Series(True, index=frame.index)
+    for name, spec in Contract.load(data.contract_path).columns.items():
+        if name in frame.columns and spec.min is not None:
+            inside &= frame[name].between(spec.min, spec.max)
+    return frame[inside]
 
 
 def versions(retraining) -> list[str]:
@@ -157,3 +190,26 @@ def test_approval_required_in_process_gates_the_candidate_and_leaves_it_to_a_per
     if retrain.passed:  # nobody to wait for in process: a person promotes it
         command = f"driftgate promote --candidate {retrain.candidate_version}"
         assert command in retrain.outcome and command in taken.detail
+    # It trained on the configured data plus the window's 600 labelled records, split
+    # by the configured shares, and the gate scored it on that data version.
+    added = dict(zip(("train", "validation", "test"), (420, 90, 90), strict=True))
+    shown = ", ".join(f"{rows} to {split}" for split, rows in added.items())
+    assert retrain.detail.startswith("trained on the configured data + the window's ")
+    assert f"labelled records ({shown})" in retrain.detail
+    splits = load_splits(config.home_dir / "retrains" / retrain.id / "data")
+    configured = retraining["data"].splits
+    for split, rows in added.items():
+        new, old = getattr(splits, split), getattr(configured, split)
+        assert len(new) == len(old) + rows
+        assert new["date"].is_monotonic_increasing and new["date"].iloc[-1].year == 2030
+    window_train = splits.train.iloc[len(configured.train) :]
+    labelled = retraining["drift_4"].iloc[:LABELLED]
+    assert window_train["rain"].tolist() == labelled["rain"].iloc[:420].astype(int).tolist()
+    tags = retraining["client"].get_model_version(config.model.name, retrain.candidate_version)
+    assert tags.tags[registry.TAG_DATA_DIGEST] == content_digest(splits.train)
+    report = (
+        config.home_dir / "reports" / (f"promote-{config.model.name}-v{retrain.candidate_version}")
+    )
+    (markdown,) = report.glob("*.md")
+    line = next(x for x in markdown.read_text().splitlines() if "data_version" in x)
+    assert "PASS" in line, line

@@ -24,7 +24,7 @@ def store(store_url):
     opened.close()
 
 
-def claim(store, window=W1, monitor="kl", model="m", lease=HOUR):
+def claim(store, window=W1, monitor="kl", model="m", lease=HOUR, cooldown=None):
     return store.claim(
         model_name=model,
         champion_version="3",
@@ -33,6 +33,7 @@ def claim(store, window=W1, monitor="kl", model="m", lease=HOUR):
         window_end=window[1],
         review_id="rv-1",
         lease=lease,
+        cooldown=cooldown,
     )
 
 
@@ -52,6 +53,18 @@ def test_the_same_breach_claimed_twice_starts_one_retrain(store):
     late = claim(store)
     assert not late.started and late.retrain.status == DONE
     assert [r.id for r in store.list("m")] == [first.retrain.id]
+
+
+def test_a_cooldown_keeps_a_persisting_breach_from_retraining_every_window(store):
+    first = claim(store, W1, cooldown=HOUR)
+    finish(store, first.retrain.id, promoted=False)
+    # The drift persists: the next window breaches within the hour after it ended.
+    second = claim(store, W2, cooldown=HOUR)
+    assert not second.started and second.retrain.id == first.retrain.id
+    assert claim(store, W2, model="another-model", cooldown=HOUR).started  # per model
+    # A cooldown shorter than the time since it ended lets the next breach retrain.
+    later = claim(store, W3, cooldown=timedelta(microseconds=1))
+    assert later.started and later.retrain.id != first.retrain.id
 
 
 def test_a_second_breach_while_one_is_in_flight_starts_nothing_until_it_ends(store_url, store):

@@ -30,6 +30,9 @@ def test_retrain_is_an_action_of_gates_yaml_with_a_default_lease(tmp_path):
     extra = ", retrain: {lease: 2d, approval: required, approval_timeout: 12h}"
     (monitor,) = load(tmp_path, "retrain", extra).monitors
     assert monitor.retrain.approval_seconds == 12 * 3600
+    assert monitor.retrain.cooldown_length is None  # by default: any breach after the last
+    (monitor,) = load(tmp_path, "retrain", ", retrain: {cooldown: 30d}").monitors
+    assert monitor.retrain.cooldown_length.days == 30
 
 
 @pytest.mark.parametrize(
@@ -55,6 +58,7 @@ def test_retrain_is_an_action_of_gates_yaml_with_a_default_lease(tmp_path):
             ", retrain: {approval: required, lease: 6h, approval_timeout: 6h}",
             r"monitors.0.retrain: .*approval_timeout 6h must be shorter than lease 6h",
         ),
+        ("retrain", ", retrain: {cooldown: 0d}", r"monitors.0.retrain.cooldown: .*empty"),
         ("retrain", ", retrain: 3", r"monitors.0.retrain: "),
     ],
 )

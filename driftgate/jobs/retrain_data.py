@@ -1,0 +1,196 @@
+"""The data a retrain trains and is gated on: the configured data plus the window.
+
+A ``retrain`` action answers a breach in one window of production. What the model has
+not seen is that window, so the retrain's data version is the configured data (exactly
+what ``driftgate train`` reads) with the window's **labelled** accepted records added:
+their stored features joined to the labels that arrived for them (``POST /feedback``,
+``driftgate labels load``). Records without a label cannot be trained on, and rejected
+records were never scored, so neither is added.
+
+How the window is added: it is split by the configured method and shares
+(:func:`training.data.split_reference`; chronological by default, so the window's
+latest rows are its test part) and each part is appended to the same split of the
+configured data. The configured test rows stay in the test split, so the gate still
+scores candidate and champion on every row it scored before, plus the window's newest.
+
+The result is written once per retrain, as the folder ``driftgate prepare`` writes
+(``<home>/retrains/<retrain id>/data``), and the retrain's config points ``data.prepared``
+at it. Training and the gate both read that folder, so the gate's ``data_version`` check
+holds (the candidate was trained on the data version it is scored on) whether both run
+in this process or in a Prefect worker that builds the same folder from the same
+stores. A window with too few labelled records to give each split one adds nothing:
+the retrain then trains on the configured data and says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from driftgate.config import ProjectConfig
+from driftgate.jobs.data import prepare_data
+from driftgate.training.data import DataError, Splits, split_reference
+from driftgate.training.prepared import SPLIT_FILES, save_prepared
+
+log = logging.getLogger(__name__)
+
+SPLIT_NAMES = ("train", "validation", "test")
+
+
+@dataclass(frozen=True)
+class RetrainData:
+    """The config a retrain runs with and what the window added to each split."""
+
+    config: ProjectConfig
+    folder: Path | None  # None: the configured data, unchanged
+    added: dict[str, int]  # split -> window rows added
+
+    @property
+    def summary(self) -> str:
+        if self.folder is None:
+            return "trained on the configured data (no labelled records in the window)"
+        parts = ", ".join(f"{rows} to {split}" for split, rows in self.added.items())
+        return f"trained on the configured data + the window's labelled records ({parts})"
+
+
+def retrain_data(config: ProjectConfig, retrain_id: str, window: tuple[str, str]) -> RetrainData:
+    """The retrain's data version, built on first use and reused after (a worker and
+    the gate that follows it read the same folder)."""
+    folder = config.home_dir / "retrains" / retrain_id / "data"
+    if not (folder / SPLIT_FILES["train"]).is_file():
+        added = build(config, window, folder)
+        if added is None:
+            log.info("retrain %s: no labelled records in %s..%s", retrain_id, *window)
+            return RetrainData(config, None, {})
+    else:
+        added = _added_rows(folder)
+    prepared = config.data.model_copy(update={"prepared": str(folder)})
+    return RetrainData(config.model_copy(update={"data": prepared}), folder, added)
+
+
+def build(config: ProjectConfig, window: tuple[str, str], folder: Path) -> dict[str, int] | None:
+    """Write the configured splits with the window's labelled records added into
+    ``folder`` (atomically: a crash leaves no half-written version); None, and nothing
+    written, when the window has too few labelled records to give each split one."""
+    data = prepare_data(config, validate_contract=False)
+    labelled = labelled_window(config, window, data.features, data.target, data.splits.train)
+    settings = config.data
+    try:
+        parts = split_reference(
+            labelled,
+            labelled.iloc[:0],
+            settings.validation_share,
+            settings.test_share,
+            method=settings.split,
+            seed=settings.split_seed,
+            time_column=settings.time,
+            target=settings.target,
+        )
+    except DataError:  # too few labelled records to give every split one
+        return None
+    joined = Splits(
+        **{name: _append(getattr(data.splits, name), getattr(parts, name)) for name in SPLIT_NAMES},
+        production=data.splits.production,
+    )
+    raw = pd.concat([joined.reference, joined.production], ignore_index=True)
+    staging = folder.with_name(f".{folder.name}-{uuid.uuid4().hex[:8]}")
+    save_prepared(raw, joined, staging)
+    (staging / ADDED_FILE).write_text(
+        "\n".join(f"{name} {len(getattr(parts, name))}" for name in SPLIT_NAMES) + "\n"
+    )
+    try:
+        os.replace(staging, folder)  # another builder may have won: same data, keep theirs
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
+        if not (folder / SPLIT_FILES["train"]).is_file():
+            raise
+    return {name: len(getattr(parts, name)) for name in SPLIT_NAMES}
+
+
+ADDED_FILE = "window_rows.txt"
+
+
+def _added_rows(folder: Path) -> dict[str, int]:
+    path = folder / ADDED_FILE
+    if not path.is_file():
+        return {}
+    pairs = (line.split() for line in path.read_text().splitlines() if line)
+    return {name: int(rows) for name, rows in pairs}
+
+
+def labelled_window(
+    config: ProjectConfig,
+    window: tuple[str, str],
+    features: list[str],
+    target: str,
+    like: pd.DataFrame,
+) -> pd.DataFrame:
+    """The window's accepted records that have a label, as rows of the configured data:
+    the features as stored, the target as the training data spells it, the event time
+    in the time column (if any), in time order."""
+    from driftgate.jobs.feedback import open_label_store
+    from driftgate.stores.samples import SqlSampleStore
+
+    url = config.serving.sample_store(config.home_dir)
+    labels = open_label_store(config)
+    try:
+        labelled = labels.labelled_window(*window)
+    finally:
+        labels.close()
+    if labelled.empty:
+        return like.iloc[:0]
+    samples = SqlSampleStore(url, sqlite_synchronous=config.serving.sqlite_synchronous)
+    try:
+        stored = samples.read_window(*window)
+    finally:
+        samples.close()
+    missing = [name for name in features if name not in stored.columns]
+    if missing:
+        raise ValueError(
+            f"the window's samples have no column(s) {missing}: they were served by a "
+            "version with other features, so they cannot be added to its training data"
+        )
+    keys = ["request_id", "record_index"]
+    rows = stored[[*keys, "timestamp", *features]].merge(
+        labelled[[*keys, "label", "value"]], on=keys, how="inner", sort=False
+    )
+    rows = rows.sort_values("timestamp", kind="stable").reset_index(drop=True)
+    frame = rows[features].copy()
+    frame[target] = _target(rows, like[target], config.model.task)
+    time_column = config.data.time
+    if time_column is not None and time_column in like.columns:
+        moments = pd.to_datetime(rows["timestamp"], utc=True)
+        if getattr(like[time_column].dtype, "tz", None) is None:
+            moments = moments.dt.tz_convert(None)
+        frame[time_column] = moments
+    for name in features:  # the stored values, in the training data's types
+        if like[name].dtype != frame[name].dtype:
+            # e.g. a category seen only in production: kept as object
+            with contextlib.suppress(TypeError, ValueError):
+                frame[name] = frame[name].astype(like[name].dtype)
+    return frame
+
+
+def _target(rows: pd.DataFrame, trained: pd.Series, task: str) -> pd.Series:
+    """The labels as the training data's target column holds them: 0/1 (binary), the
+    value (regression), or the class label in the training data's type (multiclass)."""
+    if task == "binary":
+        return rows["value"].astype(trained.dtype if trained.dtype.kind in "iu" else "int64")
+    if task == "regression":
+        return rows["value"].astype(float)
+    if pd.api.types.is_numeric_dtype(trained):  # integer class labels, kept as text
+        return pd.to_numeric(rows["label"]).astype(trained.dtype)
+    return rows["label"].astype(object)
+
+
+def _append(configured: pd.DataFrame, window: pd.DataFrame) -> pd.DataFrame:
+    """``configured`` then ``window``, with the configured columns in their order (a
+    column the window lacks is missing there); a fresh 0..n index as the splits have."""
+    return pd.concat([configured, window.reindex(columns=configured.columns)], ignore_index=True)
