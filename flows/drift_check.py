@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from functools import partial
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
@@ -125,20 +126,24 @@ def record_task(config: ProjectConfig, window, decision, contract_result, monito
 
 
 @task(name="act", cache_policy=NO_CACHE)
-def act_task(config: ProjectConfig, verdict, monitors):
-    # A retrain action runs the train deployment where one is registered.
-    return job.act(config, verdict, monitors, launch_retrain)
+def act_task(config: ProjectConfig, verdict, monitors, config_path: str | None = None):
+    # A retrain action runs the train deployment where one is registered, else the
+    # train flow as a subflow (flows/retrain.py).
+    return job.act(config, verdict, monitors, partial(launch_retrain, config_path=config_path))
 
 
-def judge_window_steps(config: ProjectConfig, start, end, monitors, source, mapper=None):
-    """:func:`driftgate.jobs.drift_check.judge_window`, one task per step."""
+def judge_window_steps(
+    config: ProjectConfig, start, end, monitors, source, mapper=None, config_path=None
+):
+    """:func:`driftgate.jobs.drift_check.judge_window`, one task per step; ``config_path``
+    is where ``config`` came from (a retrain's train subflow loads it again)."""
     window = read_task(config, start, end, source)
     try:  # the window's retention lease holds until the actions are taken
         contract_result = validate_task(config, window, monitors)
         counts = summarise_task(config, window, mapper)
         decision = decide_task(config, window, counts, contract_result, monitors)
         verdict = record_task(config, window, decision, contract_result, monitors)
-        return act_task(config, verdict, monitors)
+        return act_task(config, verdict, monitors, config_path)
     finally:
         window.close()
 
@@ -151,18 +156,21 @@ def drift_check_flow(
     window: str | None = None,
     source: str | None = None,
     dask_cluster: str | None = None,
+    gates_path: str | None = None,
 ) -> list[dict]:
     """Judge the window ending at ``end`` (default: now) for the named monitors (default:
     all); returns one JSON-able summary per window. ``dask_cluster`` (``local``,
-    ``local:N`` or a scheduler address) summarises each window on Dask."""
+    ``local:N`` or a scheduler address) summarises each window on Dask; ``gates_path``:
+    the gate config with the monitors (default: the project's ``gates``), as
+    ``driftgate drift-check --gates``."""
     logger = get_run_logger()
     config = load_config(config_path)
-    gates = load_gate_config(config.gates)
+    gates = load_gate_config(gates_path or config.gates)
     mapper = dask_mapper(dask_cluster) if dask_cluster else None
     summaries = []
     planned = job.plan_recent(config, gates, end=end, window=window, monitor_names=monitor_names)
     for start, stop, group in planned:
-        verdict = judge_window_steps(config, start, stop, group, source, mapper)
+        verdict = judge_window_steps(config, start, stop, group, source, mapper, config_path)
         logger.info(
             "window %s..%s: %d rows, breached %s, actions %d (report %s)",
             start,

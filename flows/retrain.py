@@ -6,9 +6,14 @@ With a Prefect server configured (``PREFECT_API_URL`` or the active profile) tha
 the ``train/<model>`` deployment (``driftgate deploy``), it creates a run of that
 deployment (``promote=True``, the retrain's id) and returns at once: a worker trains,
 the train flow gates the candidate and records the outcome
-(:func:`driftgate.jobs.retrain.record_outcome`). Otherwise, the train and promotion
-jobs run in process (:func:`driftgate.jobs.retrain.run_locally`): no server is ever
-started for it, so ``driftgate drift-check`` stays off Prefect's temporary server.
+(:func:`driftgate.jobs.retrain.record_outcome`). Otherwise, inside a flow run (the
+drift-check flow on embedded defaults, Prefect's local mode, as ``driftgate demo`` runs
+it), the ``train`` flow runs here as a subflow, so the retrain is a flow run in the
+Prefect UI beside the drift check that started it; a retrain whose monitor says
+``approval: required`` and every call outside a flow run (``driftgate drift-check``)
+run the train and promotion jobs in process (:func:`driftgate.jobs.retrain.run_locally`):
+no server is ever started for it, so the CLI stays off Prefect's temporary server, and
+nothing waits in a drift check for a person.
 """
 
 from __future__ import annotations
@@ -40,13 +45,16 @@ def deployment_exists(name: str) -> bool:
     return True
 
 
-def launch(config: ProjectConfig, retrain: Retrain) -> Retrain:
-    """Start ``retrain`` as a run of the train deployment, or in process without one."""
+def launch(config: ProjectConfig, retrain: Retrain, config_path: str | None = None) -> Retrain:
+    """Start ``retrain`` as a run of the train deployment; without one, as a subflow
+    when called inside a flow run (``config_path``: the config that flow loaded), else
+    in process."""
     name = train_deployment(config)
-    if prefect_api_url() is None:
-        return job.run_locally(config, retrain)
-    if not deployment_exists(name):
-        log.warning("no Prefect deployment %s (driftgate deploy): retraining in process", name)
+    if prefect_api_url() is None or not deployment_exists(name):
+        if prefect_api_url() is not None:
+            log.warning("no Prefect deployment %s (driftgate deploy): retraining here", name)
+        if in_flow_run() and retrain.approval_timeout_s is None:
+            return run_train_subflow(config, retrain, config_path)
         return job.run_locally(config, retrain)
     from prefect.deployments import run_deployment
 
@@ -62,3 +70,25 @@ def launch(config: ProjectConfig, retrain: Retrain) -> Retrain:
     )
     log.info("retrain %s: Prefect flow run %s of %s", retrain.id, flow_run.id, name)
     return job.mark_launched(config, retrain, job.PREFECT, str(flow_run.id))
+
+
+def in_flow_run() -> bool:
+    """True inside a Prefect flow run (or one of its tasks)."""
+    from prefect.context import FlowRunContext, TaskRunContext
+
+    return FlowRunContext.get() is not None or TaskRunContext.get() is not None
+
+
+def run_train_subflow(config: ProjectConfig, retrain: Retrain, config_path: str | None) -> Retrain:
+    """The ``train`` flow (then ``validate-and-promote``) for ``retrain``, here, as a
+    subflow; it records the outcome or the failure itself. Returns the finished retrain,
+    with the subflow's run id."""
+    from driftgate.flows.train import train_flow
+
+    job.mark_launched(config, retrain, job.PREFECT)
+    state = train_flow(
+        config_path=config_path, promote=True, retrain_id=retrain.id, return_state=True
+    )
+    flow_run_id = str(state.state_details.flow_run_id)
+    log.info("retrain %s: train flow run %s ended %s", retrain.id, flow_run_id, state.type.value)
+    return job.mark_launched(config, retrain, job.PREFECT, flow_run_id)

@@ -115,7 +115,8 @@ class WindowVerdict:
         return [r.monitor for r in self.results if r.breached]
 
     def to_summary(self) -> dict:
-        """JSON-able: window, rows, breaches, actions, run id, report path."""
+        """JSON-able: window, rows, breaches, actions, run id, report path, and each
+        monitor's result (``monitors``: name -> :meth:`MonitorResult.to_dict`)."""
         return {
             "window": [self.start.isoformat(), self.end.isoformat()],
             "rows": self.rows,
@@ -128,6 +129,7 @@ class WindowVerdict:
             "run_id": self.run_id,
             "report": str(self.report_dir / "summary.md") if self.report_dir else None,
             "metrics": self.drift_metrics,
+            "monitors": {r.monitor: r.to_dict() for r in self.results},
         }
 
     def summary_rows(self) -> list[dict]:

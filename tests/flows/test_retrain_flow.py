@@ -211,11 +211,12 @@ def test_approval_required_waits_for_a_person_and_records_the_decision(
             store.close()
 
 
-def test_the_drift_check_flow_retrains_in_process_without_a_train_deployment(
+def test_the_drift_check_flow_retrains_in_a_train_subflow_without_a_train_deployment(
     trained_model, tmp_path
 ):
     """Prefect local mode (the harness): no ``train/<model>`` deployment, so the flow's
-    launcher falls back to the train and promotion jobs inside the ``act`` task."""
+    launcher runs the ``train`` flow (then ``validate-and-promote``) as a subflow of the
+    drift check: a flow run in the Prefect UI, linked from the retrain and its review."""
     from driftgate.flows.drift_check import drift_check_flow
     from driftgate.jobs.train import run_training
     from driftgate.stores.samples import SqlSampleStore
@@ -248,8 +249,22 @@ def test_the_drift_check_flow_retrains_in_process_without_a_train_deployment(
     (action,) = summary["actions"]
     (retrain,) = retrains(config)
     assert action["action"] == "retrain" and "started retrain" in action["detail"]
-    assert retrain.launcher == "local" and retrain.flow_run_id is None
+    assert retrain.launcher == "prefect" and retrain.flow_run_id
     assert retrain.status == DONE and retrain.review_id == action["review_id"]
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client_api:
+        run = client_api.read_flow_run(retrain.flow_run_id)
+        assert client_api.read_flow(run.flow_id).name == "train"
+        assert run.state.is_completed() and run.parent_task_run_id is not None  # a subflow
+    from driftgate.stores.factories import review_store
+
+    reviews = review_store(config)
+    try:
+        evidence = reviews.get(action["review_id"]).evidence
+    finally:
+        reviews.close()
+    assert f"prefect:flow-run/{retrain.flow_run_id}" in evidence
     versions = client.search_model_versions(f"name='{config.model.name}'")
     assert {str(v.version) for v in versions} == {champion, retrain.candidate_version}
 
