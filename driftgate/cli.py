@@ -140,6 +140,10 @@ def demo(
     # Prefect gives its temporary local server 20 s to start; a fresh SQLite database on
     # a busy 2-core machine (an install or a test run beside it) takes longer.
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+    # Its usage telemetry cannot reach the internet from here, and its heartbeat's
+    # write races the flows' on the local SQLite database (a "database is locked"
+    # traceback on the console): off, unless the user chose otherwise.
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     config.home_dir.mkdir(parents=True, exist_ok=True)
     from driftgate.flows.drift_check import drift_check_flow
     from driftgate.flows.train import train_flow

@@ -1,9 +1,13 @@
 """``driftgate demo``: the whole loop on embedded defaults, in one module.
 
-train flow → validate-and-promote → ``driftgate serve`` (real HTTP) → replay the
-production period in date order (with one injected fault: a sensor going silent) →
-the drift-check flow on each yearly window → reviews and pause as the gate config
-says → a paused request gets 503 → resume → drift-over-time plots.
+train flow → validate-and-promote → ``driftgate serve`` (real HTTP) → the production
+period one year at a time: replay the year in date order (with one injected fault: a
+sensor going silent), labels sent to ``POST /feedback`` a month of event time after
+their requests, then the drift-check flow on that year with the monitors of
+``gates/demo.yaml`` (inputs, refused traffic, outputs, estimated and realized accuracy)
+→ reviews, a pause (a request gets 503, then resume) and one retrain judged by the
+promotion gate, whose new champion serves the years after → drift and performance
+over time (plots) → what the rules promise at a real service's traffic.
 
 The flows are passed in (:class:`DemoFlows`): jobs sit below Prefect in the layers, and
 the CLI, which may import both, wires them. Progress goes to ``say`` line by line;
@@ -12,16 +16,19 @@ the CLI passes ``typer.echo``.
 
 from __future__ import annotations
 
+import os
+import secrets
 import subprocess
 import sys
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from driftgate import registry
 from driftgate.config import ProjectConfig
 from driftgate.jobs.data import prepare_data
-from driftgate.stores.factories import control_store, review_store
+from driftgate.stores.factories import control_store, retrain_store, review_store
 
 Say = Callable[[str], None]
 
@@ -70,9 +77,10 @@ def run_demo(config: ProjectConfig, config_arg: str | None, flows: DemoFlows, sa
 
 
 def run_loop(config: ProjectConfig, config_arg: str | None, flows: DemoFlows, say: Say) -> None:
-    """Stages 2-6: serve the champion, replay production, judge each yearly window,
-    show what the monitors did (a refused request, then resume), plot drift over time."""
-    import httpx
+    """Stages 2-6: serve the champion; then, one year of production at a time, replay
+    the year over HTTP (labels a month later) and judge it with the drift-check flow,
+    acting as the monitors say (a pause is shown and resumed, a retrain's new champion
+    serves the years after); what the monitors did; plots; the monitors' plan."""
     import pandas as pd
 
     data = prepare_data(config)
@@ -87,78 +95,84 @@ def run_loop(config: ProjectConfig, config_arg: str | None, flows: DemoFlows, sa
     if control.state(config.model.name).paused:  # a previous demo left it paused
         control.resume(config.model.name, reason="demo start", actor="demo")
     control.close()
-    service = start_service(config_arg, port, reports / "service.log")
+    # The labels go to POST /feedback, which takes the admin token: one made for this
+    # run and handed to the service only.
+    token = secrets.token_urlsafe(24)
+    service = start_service(
+        config_arg, port, reports / "service.log", env={config.serving.admin_token_env: token}
+    )
     try:
         wait_until_ready(base_url, service)
         say(f"  ready; log: {reports / 'service.log'}")
 
         dates = production["date"]
+        gates_path = demo_gates_path(config)
         say(
-            f"\n== 3. replay {len(production)} production days "
-            f"({dates.iloc[0]:%Y-%m-%d}..{dates.iloc[-1]:%Y-%m-%d}); fault: "
-            f"{FAULT_FEATURE} silent every {FAULT_EVERY} days of {FAULT_YEAR} =="
+            f"\n== 3. production year by year ({dates.iloc[0]:%Y-%m-%d}..{dates.iloc[-1]:%Y-%m-%d},"
+            f" {len(production)} days): replay the year over HTTP, then the drift-check flow "
+            f"on it with the monitors of {gates_path.name} =="
         )
+        say(
+            f"  fault: {FAULT_FEATURE} silent every {FAULT_EVERY} days of {FAULT_YEAR} until "
+            f"someone fixes it; each answered day's label (did it rain) reaches POST /feedback "
+            f"{LABEL_DELAY_DAYS} days (event time) after its request"
+        )
+        say(f"  {WINDOW_HEADER}")
+        replay = ProductionReplay(base_url, data.features, data.target, token)
         started = time.perf_counter()
-        counts = replay_production(
-            base_url,
-            production,
-            data.features,
-            progress=lambda c: say(f"  {c.sent} sent, {c.ok} stored"),
-        )
-        seconds = time.perf_counter() - started
-        say(
-            f"  {counts.sent} requests in {seconds:.1f} s ({counts.sent / seconds:.0f}/s): "
-            f"{counts.ok} answered and stored, {counts.rejected} rejected (422), "
-            f"{counts.unavailable} refused (503); {counts.with_fault} with the fault"
-        )
-
-        say("\n== 4. drift-check flow on each yearly window (event time) ==")
-        first = production["date"].iloc[0].tz_localize("UTC")
-        last = production["date"].iloc[-1].tz_localize("UTC")
+        first = dates.iloc[0].tz_localize("UTC")
+        last = dates.iloc[-1].tz_localize("UTC")
         points, end = [], first + pd.Timedelta(days=365)
-        while end <= last + pd.Timedelta(days=365):
-            (window,) = flows.drift_check(
-                config_path=config_arg, end=end.isoformat(), window="365d"
-            )
-            actions = "; ".join(a["detail"][:90] for a in window["actions"] if a["changed"]) or "-"
-            span = f"{window['window'][0][:10]}..{window['window'][1][:10]}"
-            breached = ", ".join(window["breached"]) or "-"
-            if window["insufficient_data"]:  # never a pass, never a breach: said as such
-                breached += f" (insufficient data: {', '.join(window['insufficient_data'])})"
-            say(f"  {span}  {window['rows']:>4} rows  breached: {breached:<28} {actions}")
-            points.append((end, window["metrics"]))
-            end += pd.Timedelta(days=365)
+        utc = dates.dt.tz_localize("UTC")
+        try:
+            while end - pd.Timedelta(days=365) <= last:
+                replay.send(production[(utc >= end - pd.Timedelta(days=365)) & (utc < end)])
+                (window,) = flows.drift_check(
+                    config_path=config_arg,
+                    end=end.isoformat(),
+                    window="365d",
+                    gates_path=str(gates_path),
+                )
+                for line in window_lines(window):
+                    say(f"  {line}")
+                points.append((end, window["metrics"], window["monitors"], window["model_version"]))
+                if paused_now(config):
+                    show_pause_and_resume(config, base_url, data, say)
+                    replay.fault_fixed = True
+                follow_champion(config, base_url, say)
+                end += pd.Timedelta(days=365)
+        finally:
+            replay.close()
+        counts, seconds = replay.counts, time.perf_counter() - started
+        say(
+            f"  {counts.sent} requests: {counts.ok} answered and stored, {counts.rejected} "
+            f"rejected (422, stored as rejected records), {counts.unavailable} refused (503); "
+            f"{counts.with_fault} with the fault; {counts.labelled} labels accepted by "
+            f"POST /feedback ({seconds:.0f} s with the checks)"
+        )
+        say_retrains(config, say)
 
-        say("\n== 5. what the monitors did ==")
+        say("\n== 4. what the monitors did: open reviews ==")
         reviews = review_store(config)
         for review in reviews.list(model_name=config.model.name, status="open"):
             say(
-                f"  review {review.id}: {review.monitor} ({review.metric} {review.observed:.3g} > "
-                f"{review.threshold:g}), {review.breaches} breaching windows, features "
-                f"{', '.join(review.features)}"
+                f"  review {review.id} (v{review.model_version}): {review.monitor} "
+                f"({review.metric} {review.observed:.3g}, threshold {review.threshold:g}), "
+                f"{review.breaches} breaching windows"
+                + (f", features {', '.join(review.features)}" if review.features else "")
             )
         reviews.close()
-        # An in-contract record (from the reference period), so the answer shows the
-        # pause switch and not the contract.
-        record = {name: float(data.splits.test[name].iloc[0]) for name in data.features}
-        refused = httpx.post(f"{base_url}/predict", json={"records": [record]}, timeout=30)
-        say(f"  a request now: HTTP {refused.status_code} {refused.text[:220]}")
-        control = control_store(config)
-        control.resume(
-            config.model.name, reason="demo: fault understood, sensor fixed", actor="demo"
-        )
-        control.close()
-        time.sleep(max(config.serving.pause_poll_seconds, 0) + 0.5)
-        restored = httpx.post(f"{base_url}/predict", json={"records": [record]}, timeout=30)
-        say(f"  after `driftgate resume`: HTTP {restored.status_code}")
 
-        say("\n== 6. drift over time ==")
+        say("\n== 5. drift and performance over time ==")
         plots = reports / "plots"
         plots.mkdir(exist_ok=True)
         for test in ("kl", "missing_share"):
             path = plots / f"drift-over-time-{test}.png"
             plot_drift_over_time(points, data.features, test, path)
             say(f"  {path}")
+        path = plots / "performance-over-time.png"
+        plot_performance_over_time(points, path)
+        say(f"  {path}")
         registry.log_monitoring_run(
             config.tracking,
             config.monitoring.experiment,
@@ -173,6 +187,58 @@ def run_loop(config: ProjectConfig, config_arg: str | None, flows: DemoFlows, sa
         stop_service(service)
 
 
+def paused_now(config: ProjectConfig) -> bool:
+    control = control_store(config)
+    try:
+        return control.state(config.model.name).paused
+    finally:
+        control.close()
+
+
+def show_pause_and_resume(config: ProjectConfig, base_url: str, data, say: Say) -> None:
+    """A monitor paused inference: a request gets 503 naming why; then a person who
+    fixed the sensor resumes (``driftgate resume``) and the next request is answered."""
+    import httpx
+
+    # An in-contract record (from the reference period), so the answer shows the pause
+    # switch and not the contract.
+    record = {name: float(data.splits.test[name].iloc[0]) for name in data.features}
+    time.sleep(max(config.serving.pause_poll_seconds, 0) + 0.5)
+    refused = httpx.post(f"{base_url}/predict", json={"records": [record]}, timeout=30)
+    say(f"{'':<26}a request now: HTTP {refused.status_code} {refused.text[:200]}")
+    control = control_store(config)
+    try:
+        control.resume(
+            config.model.name, reason="demo: fault understood, sensor fixed", actor="demo"
+        )
+    finally:
+        control.close()
+    time.sleep(max(config.serving.pause_poll_seconds, 0) + 0.5)
+    restored = httpx.post(f"{base_url}/predict", json={"records": [record]}, timeout=30)
+    say(f"{'':<26}sensor fixed, `driftgate resume`: HTTP {restored.status_code}")
+
+
+def follow_champion(config: ProjectConfig, base_url: str, say: Say, timeout: float = 120) -> None:
+    """When a retrain moved the champion, wait until the service serves it (it re-reads
+    the alias every ``serving.model_poll_seconds``), so the next year is its traffic."""
+    import httpx
+
+    champion = registry.alias_version(config.tracking, config.model.name, registry.CHAMPION_ALIAS)
+    deadline, said = time.monotonic() + timeout, False
+    while True:
+        served = httpx.get(f"{base_url}/readyz", timeout=10).json().get("model_version")
+        if str(served) == str(champion):
+            if said:
+                say(f"{'':<26}the service now serves the new champion v{champion}")
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the service still serves v{served}, not the champion v{champion}")
+        if not said:
+            say(f"{'':<26}champion moved to v{champion}; the service serves v{served}")
+            said = True
+        time.sleep(1.0)
+
+
 def say_plans(config: ProjectConfig, say: Say, within: int = 12) -> None:
     """What the gate config's rules promise at a real service's traffic, rather than
     the demo's yearly windows: ``driftgate monitors plan`` at one request a minute (60
@@ -182,10 +248,77 @@ def say_plans(config: ProjectConfig, say: Say, within: int = 12) -> None:
 
     gates = load_gate_config(config.gates)
     for rows in (60, 1_000):
-        say(f"\n== 7. `driftgate monitors plan --rows-per-window {rows}` ==")
+        say(f"\n== 6. `driftgate monitors plan --rows-per-window {rows}` ==")
         plans = plan_monitors(config, gates, rows_per_window=rows, within=within)
         for line in describe(plans, within).splitlines():
             say(f"  {line}")
+
+
+# -- what each yearly window showed ------------------------------------------------------
+
+# The monitors of gates/demo.yaml the window table shows, by name.
+REFUSED, OUTPUTS, ESTIMATED, REALIZED = (
+    "rejected-traffic",
+    "outputs-shift",
+    "estimated-accuracy",
+    "realized-accuracy",
+)
+WINDOW_HEADER = (
+    f"{'window':<22} {'rows':>4} {'refused':>7} {'outputs p':>9} {'est. acc':>8} "
+    f"{'real acc':>8} {'labels':>6}  breached"
+)
+
+
+def demo_gates_path(config: ProjectConfig):
+    """The monitors the demo judges production with: ``gates/demo.yaml`` of the project,
+    else the one shipped with driftgate."""
+    from driftgate.gates.config import default_gates_path
+
+    project = config.resolve("gates/demo.yaml")
+    return project if project.is_file() else default_gates_path().with_name("demo.yaml")
+
+
+def window_lines(window: dict) -> list[str]:
+    """One table row for a judged window, then the actions it took (one line each)."""
+    monitors = window["monitors"]
+
+    def shown(name: str, key: str, form: str) -> str:
+        value = (monitors.get(name) or {}).get(key)
+        if key == "estimate":  # CBPE's estimate is in its details, even when insufficient
+            value = (monitors.get(name) or {}).get("details", {}).get("estimate")
+        width = int(form.split(".")[0].rstrip("d%fg"))
+        missing = value is None or isinstance(value, str)
+        return "-".rjust(width) if missing else format(value, form)
+
+    span = f"{window['window'][0][:10]}..{window['window'][1][:10]}"
+    breached = ", ".join(window["breached"]) or "-"
+    if window["insufficient_data"]:  # never a pass, never a breach: said as such
+        breached += f" (insufficient data: {', '.join(window['insufficient_data'])})"
+    if not window["rows"]:
+        breached += " (no accepted samples)"
+    row = (
+        f"{span:<22} {window['rows']:>4} {shown(REFUSED, 'observed', '7.1%')} "
+        f"{shown(OUTPUTS, 'observed', '9.2g')} {shown(ESTIMATED, 'estimate', '8.3f')} "
+        f"{shown(REALIZED, 'realized', '8.3f')} {shown(REALIZED, 'labels', '6d')}  {breached}"
+    )
+    actions = [f"{'':<24}-> {a['detail'][:150]}" for a in window["actions"] if a["changed"]]
+    return [row, *actions]
+
+
+def say_retrains(config: ProjectConfig, say: Say) -> None:
+    """Each retrain a monitor started: its window, data, candidate and what the gate said."""
+    store = retrain_store(config)
+    try:
+        started = store.list(config.model.name)
+    finally:
+        store.close()
+    for retrain in reversed(started):  # oldest first
+        say(
+            f"  retrain {retrain.id} for {retrain.monitor} on "
+            f"{retrain.window[0][:10]}..{retrain.window[1][:10]}: {retrain.outcome}"
+        )
+        if retrain.gate_report:
+            say(f"    gate report: {retrain.gate_report}")
 
 
 # -- the closed loop: serve, replay production, check each window, act -------------------
@@ -195,6 +328,10 @@ def say_plans(config: ProjectConfig, say: Say, within: int = 12) -> None:
 FAULT_FEATURE = "dew_point"
 FAULT_YEAR = 1978
 FAULT_EVERY = 3
+# Labels arrive this long (event time) after the request they label, as a rain gauge
+# read at the month's end would: every yearly window has its labels when it is judged.
+LABEL_DELAY_DAYS = 30
+LABEL_BATCH = 64
 
 
 @dataclass
@@ -204,10 +341,14 @@ class ReplayCounts:
     rejected: int = 0
     unavailable: int = 0
     with_fault: int = 0
+    labelled: int = 0
 
 
-def start_service(config_path: str | None, port: int, log_path) -> subprocess.Popen:
-    """``driftgate serve`` in a child process (real HTTP on loopback)."""
+def start_service(
+    config_path: str | None, port: int, log_path, env: dict[str, str] | None = None
+) -> subprocess.Popen:
+    """``driftgate serve`` in a child process (real HTTP on loopback); ``env`` is added
+    to this process's environment (e.g. the admin token)."""
     command = [
         sys.executable,
         "-m",
@@ -221,7 +362,9 @@ def start_service(config_path: str | None, port: int, log_path) -> subprocess.Po
     if config_path:
         command += ["--config", config_path]
     log_file = open(log_path, "ab")  # noqa: SIM115 - owned by the child process
-    return subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        command, stdout=log_file, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
+    )
 
 
 def wait_until_ready(base_url: str, process: subprocess.Popen, timeout: float = 120.0) -> None:
@@ -250,35 +393,124 @@ def stop_service(process: subprocess.Popen) -> None:
             process.wait()
 
 
-def replay_production(base_url: str, frame, features: list[str], progress=None) -> ReplayCounts:
-    """POST every production day, in date order, with its date as event time.
+class ProductionReplay:
+    """POST production days in date order, with each date as event time.
 
-    Days of ``FAULT_YEAR`` lose ``FAULT_FEATURE`` on every ``FAULT_EVERY``-th day (null).
+    Until ``fault_fixed``, days of ``FAULT_YEAR`` lose ``FAULT_FEATURE`` on every
+    ``FAULT_EVERY``-th day (null). Each answered day's label (its ``target``) goes to
+    ``POST /feedback`` once the replay is ``LABEL_DELAY_DAYS`` past it, in batches; the
+    rest at :meth:`close`.
     """
-    import httpx
 
-    counts = ReplayCounts()
-    with httpx.Client(base_url=base_url, timeout=30) as client:
-        for index, row in enumerate(frame.itertuples(index=False)):
-            record = {name: float(getattr(row, name)) for name in features}
+    def __init__(self, base_url: str, features: list[str], target: str, token: str) -> None:
+        import httpx
+        import pandas as pd
+
+        self.client = httpx.Client(base_url=base_url, timeout=30)
+        self.features, self.target = features, target
+        self.headers = {"Authorization": f"Bearer {token}"}
+        self.delay = pd.Timedelta(days=LABEL_DELAY_DAYS)
+        self.counts = ReplayCounts()
+        self.fault_fixed = False
+        self.waiting: deque = deque()  # (day, label item) of answered requests, oldest first
+        self.index = 0  # position in the production period (the fault's rhythm)
+
+    def send(self, frame) -> None:
+        for row in frame.itertuples(index=False):
+            record = {name: float(getattr(row, name)) for name in self.features}
             day = row.date
-            if day.year == FAULT_YEAR and index % FAULT_EVERY == 0:
+            faulty = day.year == FAULT_YEAR and self.index % FAULT_EVERY == 0
+            if faulty and not self.fault_fixed:
                 record[FAULT_FEATURE] = None
-                counts.with_fault += 1
-            response = client.post(
+                self.counts.with_fault += 1
+            self.index += 1
+            request_id = f"demo-{day:%Y-%m-%d}-{secrets.token_hex(4)}"
+            response = self.client.post(
                 "/predict",
                 json={"records": [record], "timestamp": day.tz_localize("UTC").isoformat()},
+                headers={"X-Request-ID": request_id},
             )
-            counts.sent += 1
+            self.counts.sent += 1
             if response.status_code == 200:
-                counts.ok += 1
+                self.counts.ok += 1
+                label = {"request_id": request_id, "record_index": 0,
+                         "label": int(getattr(row, self.target))}  # fmt: skip
+                self.waiting.append((day, label))
             elif response.status_code == 503:
-                counts.unavailable += 1
+                self.counts.unavailable += 1
             else:
-                counts.rejected += 1
-            if progress is not None and counts.sent % 1000 == 0:
-                progress(counts)
-    return counts
+                self.counts.rejected += 1
+            self.send_labels(until=day - self.delay)
+
+    def send_labels(self, until=None) -> None:
+        """Labels of the requests answered up to ``until`` (all: None)."""
+        while self.waiting and (until is None or self.waiting[0][0] <= until):
+            batch = []
+            while (
+                self.waiting
+                and len(batch) < LABEL_BATCH
+                and (until is None or self.waiting[0][0] <= until)
+            ):
+                batch.append(self.waiting.popleft()[1])
+            answer = self.client.post("/feedback", json=batch, headers=self.headers)
+            if answer.status_code != 200:
+                raise RuntimeError(f"POST /feedback: HTTP {answer.status_code} {answer.text}")
+            self.counts.labelled += int(answer.json()["accepted"])
+
+    def close(self) -> None:
+        try:
+            self.send_labels()
+        finally:
+            self.client.close()
+
+
+def plot_performance_over_time(points: list[tuple], path) -> None:
+    """Realized accuracy (labels, 95% interval) against the estimate before labels
+    (CBPE, ± its sampling error) per window; below, the share of refused records."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    ends = [end for end, *_ in points]
+
+    def series(name: str, pick) -> list:
+        found = []
+        for _, _, monitors, _ in points:
+            result = monitors.get(name) or {}
+            value = pick(result)
+            found.append(float("nan") if value is None or isinstance(value, str) else value)
+        return found
+
+    realized = series(REALIZED, lambda r: r.get("realized"))
+    low = series(REALIZED, lambda r: (r.get("ci") or [None, None])[0])
+    high = series(REALIZED, lambda r: (r.get("ci") or [None, None])[1])
+    estimated = series(ESTIMATED, lambda r: r.get("details", {}).get("estimate"))
+    error = series(ESTIMATED, lambda r: r.get("details", {}).get("standard_error"))
+    refused = series(REFUSED, lambda r: r.get("observed"))
+    versions = [version for *_, version in points]
+    figure, (top, bottom) = pyplot.subplots(
+        2, 1, figsize=(10, 7), sharex=True, gridspec_kw={"height_ratios": [3, 1]}
+    )
+    top.plot(ends, realized, marker="o", label="realized accuracy (labels)")
+    top.fill_between(ends, low, high, alpha=0.2, label="realized, 95% interval")
+    top.errorbar(ends, estimated, yerr=error, marker="s", capsize=3,
+                 label="estimated accuracy before labels (CBPE, ± sampling error)")  # fmt: skip
+    for before, after, end in zip(versions, versions[1:], ends[1:], strict=False):
+        if after != before:  # a retrain's candidate became the champion
+            for axis in (top, bottom):
+                axis.axvline(end, color="grey", linestyle="--", linewidth=1)
+            top.annotate(f"champion v{after} (retrained)", (end, top.get_ylim()[0]),
+                         rotation=90, va="bottom", ha="right", fontsize=8)  # fmt: skip
+    top.set_ylabel("accuracy")
+    top.set_title("Realized vs estimated accuracy per yearly window")
+    top.legend(fontsize=8)
+    bottom.bar(ends, [100 * v for v in refused], width=200, color="tab:red")
+    bottom.set_ylabel("refused, % of received")
+    bottom.set_xlabel("window end (event time)")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    pyplot.close(figure)
 
 
 def plot_drift_over_time(points: list[tuple], features: list[str], test: str, path) -> None:
@@ -289,11 +521,11 @@ def plot_drift_over_time(points: list[tuple], features: list[str], test: str, pa
     from matplotlib import pyplot
 
     figure, axis = pyplot.subplots(figsize=(10, 5))
-    ends = [end for end, _ in points]
+    ends = [end for end, *_ in points]
     for feature in features:
         axis.plot(
             ends,
-            [metrics.get(f"drift.{feature}.{test}") for _, metrics in points],
+            [metrics.get(f"drift.{feature}.{test}") for _, metrics, *_ in points],
             marker="o",
             label=feature,
         )

@@ -40,7 +40,8 @@ from driftgate.jobs.retrain_data import retrain_data
 from driftgate.monitors.actions import ActionRequest, RetrainStart
 from driftgate.monitors.rules import RetrainSettings
 from driftgate.stores.factories import retrain_store, review_store
-from driftgate.stores.retrains import Retrain
+from driftgate.stores.retrains import IN_FLIGHT, Retrain
+from driftgate.stores.samples import to_utc
 
 log = logging.getLogger(__name__)
 
@@ -85,16 +86,21 @@ def start_retrain(
             review_id=review_id,
             lease=settings.lease_length.to_pytimedelta(),
             approval_timeout_s=settings.approval_seconds,
-            cooldown=None
-            if settings.cooldown is None
-            else settings.cooldown_length.to_pytimedelta(),
+            cooldown=settings.cooldown_length,
         )
     finally:
         store.close()
     if not claim.started:
         found = claim.retrain
         _add_evidence(config, review_id, links(found))
-        return RetrainStart(False, f"no new retrain: {found.outcome}", links(found))
+        why = "no new retrain"
+        if (
+            settings.cooldown is not None
+            and found.status != IN_FLIGHT
+            and to_utc(found.window[0]) != to_utc(request.start)  # not this breach's own
+        ):
+            why += f" (retrain.cooldown {settings.cooldown} after the last one ended)"
+        return RetrainStart(False, f"{why}: {found.outcome}", links(found))
     try:
         retrain = (launcher or run_locally)(config, claim.retrain)
     except Exception as exc:  # the drift check goes on: its evidence and review stand

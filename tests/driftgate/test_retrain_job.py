@@ -69,7 +69,9 @@ def retraining(trained_model, tmp_path_factory):
     assert outcome.counts()["accepted"] == LABELLED
     gates = load_gate_config()
     kl = next(m for m in gates.monitors if m.name == "mean-shift-kl")
-    retrain = Monitor(**{**kl.model_dump(), "action": "retrain", "retrain": {"lease": "2h"}})
+    # A cooldown shorter than the gaps between these tests' retrains: on the claim's path.
+    settings = {"lease": "2h", "cooldown": "1s"}
+    retrain = Monitor(**{**kl.model_dump(), "action": "retrain", "retrain": settings})
     return {
         "config": config,
         "gates": gates.model_copy(update={"monitors": [retrain]}),
@@ -213,3 +215,25 @@ def test_approval_required_in_process_gates_the_candidate_and_leaves_it_to_a_per
     (markdown,) = report.glob("*.md")
     line = next(x for x in markdown.read_text().splitlines() if "data_version" in x)
     assert "PASS" in line, line
+
+
+def test_a_breach_within_the_cooldown_links_the_last_retrain_and_trains_nothing(retraining):
+    config, gates = retraining["config"], retraining["gates"]
+    (kl,) = gates.monitors
+    settings = RetrainSettings(lease="2h", cooldown="30d")
+    cooling = gates.model_copy(update={"monitors": [kl.model_copy(update={"retrain": settings})]})
+    window = ("2030-01-07", "2030-01-08")
+    data = retraining["data"]
+    late = data.splits.production[data.splits.production["date"].dt.year >= 1990]
+    store = SqlSampleStore(config.serving.sample_store(config.home_dir))
+    champion = registry.alias_version(config.tracking, config.model.name, "champion")
+    write_window(store, late.iloc[2400:3200], data.features, window, champion)
+    store.close()
+    last = next(r for r in retrains(config) if r.status == DONE)  # newest first
+    before = versions(retraining)
+    verdict = job.judge_window(config, cooling, *window)
+    (taken,) = verdict.actions
+    assert verdict.breached == ["mean-shift-kl"] and taken.action == "retrain"
+    cooled = f"no new retrain (retrain.cooldown 30d after the last one ended): retrain {last.id}"
+    assert cooled in taken.detail, taken.detail
+    assert versions(retraining) == before  # nothing trained
