@@ -80,7 +80,7 @@ def build(config: ProjectConfig, window: tuple[str, str], folder: Path) -> dict[
     ``folder`` (atomically: a crash leaves no half-written version); None, and nothing
     written, when the window has too few labelled records to give each split one."""
     data = prepare_data(config, validate_contract=False)
-    labelled = labelled_window(config, window, data.features, data.target, data.splits.train)
+    labelled = window_training_rows(config, window, data.features, data.target, data.splits.train)
     settings = config.data
     try:
         parts = split_reference(
@@ -125,7 +125,7 @@ def _added_rows(folder: Path) -> dict[str, int]:
     return {name: int(rows) for name, rows in pairs}
 
 
-def labelled_window(
+def window_training_rows(
     config: ProjectConfig,
     window: tuple[str, str],
     features: list[str],
@@ -146,21 +146,28 @@ def labelled_window(
         labels.close()
     if labelled.empty:
         return like.iloc[:0]
+    keys = ["request_id", "record_index"]
+    wanted = labelled[[*keys, "label", "value"]]
+    pieces = []
     samples = SqlSampleStore(url, sqlite_synchronous=config.serving.sqlite_synchronous)
-    try:
-        stored = samples.read_window(*window)
+    try:  # chunk by chunk: only the labelled records of a large window are kept
+        for chunk in samples.iter_window(*window):
+            rows = chunk.merge(wanted, on=keys, how="inner", sort=False)
+            if rows.empty:
+                continue
+            missing = [name for name in features if name not in rows.columns]
+            if missing:
+                raise ValueError(
+                    f"the window's labelled samples have no column(s) {missing}: they were "
+                    "served by a version with other features, so they cannot be added to "
+                    "its training data"
+                )
+            pieces.append(rows[[*keys, "timestamp", *features, "label", "value"]])
     finally:
         samples.close()
-    missing = [name for name in features if name not in stored.columns]
-    if missing:
-        raise ValueError(
-            f"the window's samples have no column(s) {missing}: they were served by a "
-            "version with other features, so they cannot be added to its training data"
-        )
-    keys = ["request_id", "record_index"]
-    rows = stored[[*keys, "timestamp", *features]].merge(
-        labelled[[*keys, "label", "value"]], on=keys, how="inner", sort=False
-    )
+    if not pieces:
+        return like.iloc[:0]
+    rows = pd.concat(pieces, ignore_index=True)
     rows = rows.sort_values("timestamp", kind="stable").reset_index(drop=True)
     frame = rows[features].copy()
     frame[target] = _target(rows, like[target], config.model.task)

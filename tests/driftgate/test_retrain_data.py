@@ -1,0 +1,83 @@
+"""The data a retrain trains on (``jobs/retrain_data.py``), on a real SQLite sample
+and label store: the window's labelled records added to each split of the configured
+data, the folder written once and reused, and what is refused, with its reason."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from driftgate.jobs.data import prepare_data
+from driftgate.jobs.retrain_data import retrain_data
+from driftgate.stores.samples import Sample, SqlSampleStore
+from tests.driftgate.test_performance_monitor import label, write_window
+
+WINDOW = ("2041-03-01", "2041-03-02")
+ROWS, LABELLED = 40, 30
+
+
+@pytest.fixture
+def project(project_config, tmp_path):
+    config = project_config.model_copy(deep=True)
+    config.home = str(tmp_path / "home")
+    url = f"sqlite:///{tmp_path / 'samples.db'}"
+    config.serving = config.serving.model_copy(update={"sample_store_url": url})
+    data = prepare_data(config, validate_contract=False)
+    rows = data.splits.test.iloc[:ROWS]
+    store = SqlSampleStore(url)
+    write_window(store, rows, np.full(ROWS, 0.7), WINDOW, "1", "rt", list(data.features))
+    store.close()
+    return {"config": config, "url": url, "data": data, "rows": rows}
+
+
+def test_the_labelled_records_join_each_split_and_the_folder_is_reused(project):
+    config, rows = project["config"], project["rows"]
+    truth = 1 - rows["rain"].to_numpy().astype(int)  # labels unlike the data's: traceable
+    label(project["url"], WINDOW, truth, "rt", range(LABELLED))
+    first = retrain_data(config, "rt-1", WINDOW)
+    # Chronological, by the configured shares: the newest labelled records are the test
+    # part (round(30 * 0.15) = 4 each for validation and test).
+    assert first.added == {"train": 22, "validation": 4, "test": 4}
+    assert first.summary.endswith("(22 to train, 4 to validation, 4 to test)")
+    assert first.config.data.prepared == str(first.folder)
+    retrained = prepare_data(first.config, validate_contract=False).splits
+    configured = project["data"].splits
+    for split, added in first.added.items():
+        assert len(getattr(retrained, split)) == len(getattr(configured, split)) + added
+    appended = retrained.train.iloc[len(configured.train) :]
+    assert appended["rain"].tolist() == truth[:22].tolist()
+    features = project["data"].features
+    assert np.allclose(appended[features].to_numpy(), rows[features].iloc[:22].to_numpy())
+    assert str(appended["date"].iloc[0]) == "2041-03-01 00:00:00"  # the event time
+    written = (first.folder / "train.parquet").stat().st_mtime_ns
+    again = retrain_data(config, "rt-1", WINDOW)  # the gate, or a worker, after training
+    assert again.folder == first.folder and again.added == first.added
+    assert (first.folder / "train.parquet").stat().st_mtime_ns == written
+
+
+def test_a_window_without_labels_trains_on_the_configured_data(project):
+    nothing = retrain_data(project["config"], "rt-2", WINDOW)
+    assert nothing.folder is None and nothing.config is project["config"]
+    assert nothing.summary.startswith("trained on the configured data (no labelled")
+    assert not (project["config"].home_dir / "retrains" / "rt-2").exists()
+
+
+def test_labelled_samples_without_the_models_features_are_refused_by_name(project):
+    config, url = project["config"], project["url"]
+    window = ("2041-04-01", "2041-04-02")
+    store = SqlSampleStore(url)
+    store.append(
+        [
+            Sample(
+                timestamp=f"2041-04-01T0{i}:00:00Z", request_id=f"rt-{window[0]}-{i}",
+                record_index=0, model_name="rainfall-classifier", model_version="1",
+                features={"humidity": 0.5}, prediction=0.5, predicted_class=1,
+            )
+            for i in range(5)
+        ]
+    )  # fmt: skip
+    store.close()
+    label(url, window, [1] * 5, "rt", range(5))
+    with pytest.raises(ValueError, match=r"no column\(s\) \['temperature', 'dew_point'"):
+        retrain_data(config, "rt-3", window)
+    assert not (config.home_dir / "retrains" / "rt-3" / "data").exists()  # nothing half-written
