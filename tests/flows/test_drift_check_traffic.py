@@ -136,7 +136,7 @@ def judge(served, day):
             )
         )
     (table,) = [a for a in artifacts if a.type == "table"]
-    rows = table.data if isinstance(table.data, list) else json.loads(table.data)
+    rows = json.loads(table.data)  # Prefect stores a table artifact as JSON text
     return summary, run.data.metrics, {row["monitor"]: row for row in rows}
 
 
