@@ -1,5 +1,6 @@
-"""The ``retrain`` action through the drift-check job, in process (no Prefect): a real
-MLflow store, real training and gate, real review and retrain stores (SQLite).
+"""The ``retrain`` action through the drift-check job, in process (no Prefect), and
+through the ``driftgate drift-check`` command in a subprocess: a real MLflow store, real
+training and gate, real review and retrain stores (SQLite).
 
 The model is registered under its own name, so the retrain's new versions and champion
 move do not touch the shared ``rainfall-classifier`` of the other tests.
@@ -8,11 +9,14 @@ move do not touch the shared ``rainfall-classifier`` of the other tests.
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from driftgate import registry
+from driftgate.commands.options import EXIT_FAILED
 from driftgate.gates.config import load_gate_config
 from driftgate.jobs import drift_check as job
 from driftgate.jobs.feedback import LabelInput, open_label_store, submit_labels
@@ -24,10 +28,13 @@ from driftgate.stores.samples import SqlSampleStore
 from driftgate.training.data import content_digest
 from driftgate.training.prepared import load_splits
 from tests.conftest import mlflow_client, retrains
+from tests.driftgate.test_cli import driftgate
 from tests.driftgate.test_drift_check_job import DRIFT_1, DRIFT_2, write_window
 
 DRIFT_4 = ("2030-01-05", "2030-01-06")
 LABELLED = 600  # of DRIFT_4's 800 records
+DRIFT_5 = ("2030-01-06", "2030-01-07")  # the CLI's window
+DRIFT_6 = ("2030-01-07", "2030-01-08")  # within a cooldown
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +86,8 @@ def retraining(trained_model, tmp_path_factory):
         "client": client,
         "data": data,
         "drift_4": drift_4,
+        "late": late,
+        "features": features,
     }
 
 
@@ -170,13 +179,20 @@ def test_a_second_breach_while_a_retrain_is_in_flight_starts_no_other(retraining
     assert f"retrain:{running.retrain.id}" in review.evidence
 
 
+def end_in_flight(config) -> None:
+    """End the retrain another test left in flight, freeing the model's slot."""
+    store = retrain_store(config)
+    try:
+        for running in store.list(config.model.name):
+            if running.status == "in_flight":
+                store.fail(running.id, "ended by the test")
+    finally:
+        store.close()
+
+
 def test_approval_required_in_process_gates_the_candidate_and_leaves_it_to_a_person(retraining):
     config, gates = retraining["config"], retraining["gates"]
-    store = retrain_store(config)
-    for running in store.list(config.model.name):
-        if running.status == "in_flight":  # the other test's retrain: ended
-            store.fail(running.id, "ended by the test")
-    store.close()
+    end_in_flight(config)  # the other test's retrain
     (kl,) = gates.monitors
     settings = {"lease": "2h", "approval": "required", "approval_timeout": "1h"}
     approval = gates.model_copy(
@@ -222,18 +238,94 @@ def test_a_breach_within_the_cooldown_links_the_last_retrain_and_trains_nothing(
     (kl,) = gates.monitors
     settings = RetrainSettings(lease="2h", cooldown="30d")
     cooling = gates.model_copy(update={"monitors": [kl.model_copy(update={"retrain": settings})]})
-    window = ("2030-01-07", "2030-01-08")
-    data = retraining["data"]
-    late = data.splits.production[data.splits.production["date"].dt.year >= 1990]
+    end_in_flight(config)
     store = SqlSampleStore(config.serving.sample_store(config.home_dir))
     champion = registry.alias_version(config.tracking, config.model.name, "champion")
-    write_window(store, late.iloc[2400:3200], data.features, window, champion)
+    write_window(store, retraining["late"].iloc[800:1600], retraining["features"], DRIFT_6,
+                 champion)  # fmt: skip
     store.close()
-    last = next(r for r in retrains(config) if r.status == DONE)  # newest first
+    last = retrains(config)[0]  # the newest, ended
     before = versions(retraining)
-    verdict = job.judge_window(config, cooling, *window)
+    verdict = job.judge_window(config, cooling, *DRIFT_6)
     (taken,) = verdict.actions
     assert verdict.breached == ["mean-shift-kl"] and taken.action == "retrain"
     cooled = f"no new retrain (retrain.cooldown 30d after the last one ended): retrain {last.id}"
     assert cooled in taken.detail, taken.detail
     assert versions(retraining) == before  # nothing trained
+
+
+def cli_project(retraining, folder: Path) -> Path:
+    """The retraining fixture's project as a config file in ``folder`` for ``driftgate``:
+    the session project's settings (data, params) with this module's model name, home
+    and stores, and its gate config with mean-shift-kl's action set to retrain."""
+    config = retraining["config"]
+    settings = yaml.safe_load((config.root / "driftgate.yaml").read_text())
+    rules = yaml.safe_load((config.root / "gates" / "gates.yaml").read_text())
+    for monitor in rules["monitors"]:
+        if monitor["name"] == "mean-shift-kl":
+            monitor.update(action="retrain", retrain={"lease": "2h"})
+    (folder / "gates.yaml").write_text(yaml.safe_dump(rules, sort_keys=False))
+    settings.update(
+        home=config.home,
+        model={"name": config.model.name},
+        params=str(config.root / settings["params"]),
+        gates=str(folder / "gates.yaml"),
+    )
+    settings["serving"] = {
+        **settings.get("serving", {}),
+        "sample_store_url": config.serving.sample_store_url,
+        "control_store_url": config.serving.control_store_url,
+    }
+    # Only the window asked for: no catch-up of windows missed since the other tests.
+    settings["monitoring"] = {**settings.get("monitoring", {}), "max_catch_up_windows": 0}
+    (folder / "driftgate.yaml").write_text(yaml.safe_dump(settings, sort_keys=False))
+    return folder / "driftgate.yaml"
+
+
+def test_the_cli_drift_check_retrains_in_process_once_per_breach(retraining, tmp_path):
+    """``driftgate drift-check`` as a user runs it: no Prefect deployment, so the
+    breach's retrain trains and gates a candidate in the command's process; exit 1
+    (a monitor breached); run again on the same window, it starts no second retrain."""
+    config = retraining["config"]
+    end_in_flight(config)  # another test's retrain, when this one runs without it
+    champion = registry.alias_version(config.tracking, config.model.name, "champion")
+    store = SqlSampleStore(config.serving.sample_store(config.home_dir))
+    late, features = retraining["late"], retraining["features"]
+    write_window(store, late.iloc[2400:3200], features, DRIFT_5, champion)
+    store.close()
+    config_file = cli_project(retraining, tmp_path)
+    args = ("drift-check", "--window", "1d", "--end", DRIFT_5[1], "--monitor", "mean-shift-kl",
+            "-c", str(config_file))  # fmt: skip
+    before = versions(retraining)
+
+    first = driftgate(*args, cwd=tmp_path, timeout=600)
+    assert first.returncode == EXIT_FAILED, first.stderr[-3000:]
+    assert "Traceback" not in first.stderr
+    (retrain,) = [r for r in retrains(config) if r.window[0].startswith(DRIFT_5[0])]
+    (candidate,) = sorted(set(versions(retraining)) - set(before))
+    assert retrain.status == DONE and retrain.candidate_version == candidate
+    assert retrain.launcher == "local" and retrain.flow_run_id is None  # in process
+    assert retrain.champion_version == champion and retrain.monitor == "mean-shift-kl"
+    assert f"mean-shift-kl: retrain — started {retrain.outcome}" in first.stdout
+    # The gate judged the candidate: its report is on the run, its verdict on the version,
+    # and the champion moved exactly when it passed.
+    assert retrain.gate_report.startswith(f"runs:/{retrain.run_id}/gates/")
+    tags = retraining["client"].get_model_version(config.model.name, candidate).tags
+    assert tags["driftgate.gate.status"] == ("passed" if retrain.passed else "failed")
+    assert tags["driftgate.retrain.id"] == retrain.id
+    now = registry.alias_version(config.tracking, config.model.name, "champion")
+    assert retrain.promoted == (now == candidate) == retrain.passed
+    # The review carries the retrain.
+    review = next(r for r in reviews(config) if r.id == retrain.review_id)
+    assert review.monitor == "mean-shift-kl" and review.model_version == champion
+    assert f"retrain:{retrain.id}" in review.evidence and retrain.outcome in review.evidence
+    assert retrain.gate_report in review.evidence
+
+    again = driftgate(*args, cwd=tmp_path, timeout=600)
+    assert again.returncode == EXIT_FAILED, again.stderr[-3000:]  # still a breach
+    assert [r.id for r in retrains(config) if r.window[0].startswith(DRIFT_5[0])] == [retrain.id]
+    assert versions(retraining) == sorted([*before, candidate])  # nothing trained
+    if retrain.promoted:  # judged for the new champion: the retrain store says it is done
+        assert f"no new retrain: {retrain.outcome}" in again.stdout
+    else:  # the same champion and window: the action ledger
+        assert "already taken" in again.stdout

@@ -1,10 +1,12 @@
 """The real drift-check flow judges again a window whose labels arrived after it was
-judged: a performance monitor's breach found late is recorded and acted on once."""
+judged: a performance monitor's breach found late is recorded and acted on once — with
+the samples, labels, reviews and monitor state on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 from mlflow import MlflowClient
 
 from driftgate import registry
@@ -14,9 +16,11 @@ from driftgate.gates.config import load_gate_config
 from driftgate.jobs import drift_check as job
 from driftgate.jobs.feedback import LabelInput, submit_labels
 from driftgate.stores.labels import LabelStore
+from driftgate.stores.reviews import ReviewStore
 from driftgate.stores.samples import Sample, SqlSampleStore
 from driftgate.training.data import feature_matrix
 from driftgate.training.model import predict_proba
+from tests.driftgate.stores.conftest import _postgres_database
 
 LATE = ("2041-01-01", "2041-01-02")
 NEXT = ("2041-01-02", "2041-01-03")
@@ -32,15 +36,27 @@ monitors:
 """
 
 
-def test_the_flow_rejudges_a_window_once_its_labels_arrive(trained_model, tmp_path):
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_urls(request, tmp_path):
+    """(sample store, control store): two SQLite files, or one throw-away PostgreSQL
+    database holding both (the review, monitor-state and label tables beside the
+    samples)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'samples.db'}", f"sqlite:///{tmp_path / 'control.db'}"
+    else:
+        for url in _postgres_database():
+            yield url, url
+
+
+def test_the_flow_rejudges_a_window_once_its_labels_arrive(trained_model, tmp_path, store_urls):
     tracking = trained_model.config.tracking
+    sample_url, control_url = store_urls
     (tmp_path / "gates.yaml").write_text(GATES)
     config_file = tmp_path / "driftgate.yaml"
     config_file.write_text(
         f"home: {tmp_path / 'home'}\ngates: {tmp_path / 'gates.yaml'}\n"
         f"tracking:\n  uri: {tracking.uri}\n  artifact_location: {tracking.artifact_location}\n"
-        f"serving:\n  sample_store_url: sqlite:///{tmp_path / 'samples.db'}\n"
-        f"  control_store_url: sqlite:///{tmp_path / 'control.db'}\n"
+        f"serving:\n  sample_store_url: {sample_url}\n  control_store_url: {control_url}\n"
         "monitoring:\n  evidently_report: false\n"
     )
     config = load_config(config_file)
@@ -98,3 +114,10 @@ def test_the_flow_rejudges_a_window_once_its_labels_arrive(trained_model, tmp_pa
         config_path=str(config_file), end=pd.Timestamp(NEXT[1], tz="UTC").isoformat()
     )
     assert len(again) == 1  # nothing new to re-judge
+    # The late breach's review is in the configured control store (PostgreSQL or SQLite).
+    reviews = ReviewStore(control_url)
+    try:
+        (review,) = reviews.list(model_name=config.model.name)
+    finally:
+        reviews.close()
+    assert review.monitor == "auc-drop" and review.last_window[0].startswith(LATE[0])

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import free_port
+from tests.driftgate.stores.conftest import _postgres_database
 
 ADMIN_TOKEN = "test-admin-token-7f3a"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -80,6 +81,17 @@ def registered(tmp_path_factory) -> Registered:
     )
     registered.set_champion("1")
     return registered
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def sample_url(request, tmp_path):
+    """The service's sample store on each back end: a SQLite file, or a throw-away
+    database on the real PostgreSQL server (dropped after the test). Tests narrow it
+    with ``@pytest.mark.parametrize("sample_url", [...], indirect=True)``."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'samples.db'}"
+    else:
+        yield from _postgres_database()
 
 
 @contextlib.contextmanager

@@ -1,4 +1,5 @@
-"""SIGKILL while labels are being sent: every label that got a 200 is in the store.
+"""SIGKILL while labels are being sent: every label that got a 200 is in the store
+(SQLite and PostgreSQL).
 
 The service runs in its own process (as ``driftgate serve`` does, see test_sigkill.py);
 a client posts one label per request over loopback and the process is killed with
@@ -25,9 +26,9 @@ REQUESTS = 40
 RECORDS = 25
 
 
-def test_sigkill_loses_no_acknowledged_label(registered, tmp_path):
+def test_sigkill_loses_no_acknowledged_label(registered, tmp_path, sample_url):
     registered.set_champion("1")
-    store_url = f"sqlite:///{tmp_path / 'samples.db'}"
+    store_url = sample_url
     settings = json.dumps(
         {
             "sample_store_url": store_url,

@@ -4,22 +4,11 @@ real uvicorn server, on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
-import pytest
-
 from driftgate.config.serving import ServingSettings
 from driftgate.stores.samples import SqlSampleStore
-from tests.driftgate.stores.conftest import _postgres_database
 from tests.serving.conftest import ThreadedService, admin_headers, records_of, wait_for
 
 CAP = 5
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def sample_url(request, tmp_path):
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'samples.db'}"
-    else:
-        yield from _postgres_database()
 
 
 def test_rejected_records_are_stored_capped_counted_and_requests_logged(

@@ -1,5 +1,6 @@
 """SIGKILL under concurrent load: every request that got a 200 is in the sample store,
-and every request refused with 422 is in it as rejected traffic (issue 16).
+and every request refused with 422 is in it as rejected traffic (issue 16), with the
+sample store on SQLite and on PostgreSQL.
 
 The service runs in its own process (``serving.server.run``, as ``driftgate serve``
 does); a bounded pool of keep-alive connections (:mod:`benchmarks.loadgen`) posts
@@ -78,12 +79,11 @@ def start_service(config_file, settings_json: str, port: int, log_path):
     raise TimeoutError(f"service not ready ({last}); see {log_path}")
 
 
-def load_then_signal(registered, tmp_path, signum: int, backend: str = "pyfunc"):
-    """Start the service, load it, send ``signum`` mid-load; return what the client
-    saw (result, acknowledged id -> records), what the store holds (id -> records) and
-    the process's exit code."""
+def load_then_signal(registered, tmp_path, signum: int, store_url: str, backend: str = "pyfunc"):
+    """Start the service on the sample store ``store_url``, load it, send ``signum``
+    mid-load; return what the client saw (result, acknowledged id -> records), what the
+    store holds (id -> records) and the process's exit code."""
     registered.set_champion("1")
-    store_url = f"sqlite:///{tmp_path / 'samples.db'}"
     settings = json.dumps(
         {
             "sample_store_url": store_url,
@@ -136,12 +136,20 @@ def load_then_signal(registered, tmp_path, signum: int, backend: str = "pyfunc")
     return result, acknowledged, stored, returncode
 
 
-@pytest.mark.parametrize("backend", ["pyfunc", "onnxruntime"])
-def test_sigkill_under_load_loses_no_acknowledged_request(registered, tmp_path, request, backend):
+# The model back end and the sample store are independent, so ONNX Runtime runs on
+# SQLite alone and pyfunc on both stores.
+@pytest.mark.parametrize(
+    ("backend", "sample_url"),
+    [("pyfunc", "sqlite"), ("onnxruntime", "sqlite"), ("pyfunc", "postgresql")],
+    indirect=["sample_url"],
+)
+def test_sigkill_under_load_loses_no_acknowledged_request(
+    registered, tmp_path, request, backend, sample_url
+):
     if backend == "onnxruntime":
         request.getfixturevalue("onnx_exported")  # v1's ONNX model on its run
     result, acknowledged, stored, returncode = load_then_signal(
-        registered, tmp_path, signal.SIGKILL, backend
+        registered, tmp_path, signal.SIGKILL, sample_url, backend
     )
     assert returncode == -signal.SIGKILL
     assert len(acknowledged) > 100, f"only {len(acknowledged)} requests acknowledged"
@@ -158,17 +166,19 @@ def test_sigkill_under_load_loses_no_acknowledged_request(registered, tmp_path, 
     unacknowledged_stored = len(set(stored) - set(acknowledged))
     summary = result.summary()
     print(
-        f"\nSIGKILL test ({backend}): {len(acknowledged)} acknowledged + {len(refused)} "
-        f"refused (422, all stored as rejected), {result.errors} cut off by the "
-        f"kill, 0 lost, {unacknowledged_stored} stored but unanswered; before the kill "
+        f"\nSIGKILL test ({backend}, {sample_url.partition(':')[0]}): {len(acknowledged)} "
+        f"acknowledged + {len(refused)} refused (422, all stored as rejected), "
+        f"{result.errors} cut off by the kill, 0 lost, {unacknowledged_stored} stored but "
+        f"unanswered; before the kill "
         f"{len(acknowledged) / LOAD_SECONDS:.0f} req/s with {CLIENTS} connections, "
         f"p50 {summary['p50_ms']:.1f} ms, p99 {summary['p99_ms']:.1f} ms"
     )
 
 
-def test_sigterm_drains_the_queue_and_exits_cleanly(registered, tmp_path):
+@pytest.mark.parametrize("sample_url", ["sqlite"], indirect=True)
+def test_sigterm_drains_the_queue_and_exits_cleanly(registered, tmp_path, sample_url):
     result, acknowledged, stored, returncode = load_then_signal(
-        registered, tmp_path, signal.SIGTERM
+        registered, tmp_path, signal.SIGTERM, sample_url
     )
     # uvicorn re-raises the captured signal once shutdown is complete.
     assert returncode in (0, -signal.SIGTERM)
