@@ -34,7 +34,8 @@ from tests.driftgate.test_drift_check_job import DRIFT_1, DRIFT_2, write_window
 DRIFT_4 = ("2030-01-05", "2030-01-06")
 LABELLED = 600  # of DRIFT_4's 800 records
 DRIFT_5 = ("2030-01-06", "2030-01-07")  # the CLI's window
-DRIFT_6 = ("2030-01-07", "2030-01-08")  # within a cooldown
+DRIFT_6 = ("2030-01-07", "2030-01-08")  # within a cooldown (after the others: a window
+# judged before a later one of the same monitor and champion is not acted on again)
 
 
 @pytest.fixture(scope="module")
@@ -233,27 +234,6 @@ def test_approval_required_in_process_gates_the_candidate_and_leaves_it_to_a_per
     assert "PASS" in line, line
 
 
-def test_a_breach_within_the_cooldown_links_the_last_retrain_and_trains_nothing(retraining):
-    config, gates = retraining["config"], retraining["gates"]
-    (kl,) = gates.monitors
-    settings = RetrainSettings(lease="2h", cooldown="30d")
-    cooling = gates.model_copy(update={"monitors": [kl.model_copy(update={"retrain": settings})]})
-    end_in_flight(config)
-    store = SqlSampleStore(config.serving.sample_store(config.home_dir))
-    champion = registry.alias_version(config.tracking, config.model.name, "champion")
-    write_window(store, retraining["late"].iloc[800:1600], retraining["features"], DRIFT_6,
-                 champion)  # fmt: skip
-    store.close()
-    last = retrains(config)[0]  # the newest, ended
-    before = versions(retraining)
-    verdict = job.judge_window(config, cooling, *DRIFT_6)
-    (taken,) = verdict.actions
-    assert verdict.breached == ["mean-shift-kl"] and taken.action == "retrain"
-    cooled = f"no new retrain (retrain.cooldown 30d after the last one ended): retrain {last.id}"
-    assert cooled in taken.detail, taken.detail
-    assert versions(retraining) == before  # nothing trained
-
-
 def cli_project(retraining, folder: Path) -> Path:
     """The retraining fixture's project as a config file in ``folder`` for ``driftgate``:
     the session project's settings (data, params) with this module's model name, home
@@ -329,3 +309,24 @@ def test_the_cli_drift_check_retrains_in_process_once_per_breach(retraining, tmp
         assert f"no new retrain: {retrain.outcome}" in again.stdout
     else:  # the same champion and window: the action ledger
         assert "already taken" in again.stdout
+
+
+def test_a_breach_within_the_cooldown_links_the_last_retrain_and_trains_nothing(retraining):
+    config, gates = retraining["config"], retraining["gates"]
+    (kl,) = gates.monitors
+    settings = RetrainSettings(lease="2h", cooldown="30d")
+    cooling = gates.model_copy(update={"monitors": [kl.model_copy(update={"retrain": settings})]})
+    end_in_flight(config)
+    store = SqlSampleStore(config.serving.sample_store(config.home_dir))
+    champion = registry.alias_version(config.tracking, config.model.name, "champion")
+    write_window(store, retraining["late"].iloc[800:1600], retraining["features"], DRIFT_6,
+                 champion)  # fmt: skip
+    store.close()
+    last = retrains(config)[0]  # the newest, ended
+    before = versions(retraining)
+    verdict = job.judge_window(config, cooling, *DRIFT_6)
+    (taken,) = verdict.actions
+    assert verdict.breached == ["mean-shift-kl"] and taken.action == "retrain"
+    cooled = f"no new retrain (retrain.cooldown 30d after the last one ended): retrain {last.id}"
+    assert cooled in taken.detail, taken.detail
+    assert versions(retraining) == before  # nothing trained
