@@ -80,37 +80,58 @@ class NumericWindow(NumericCounts):
         )
 
     def add(self, reference: NumericProfile, series: pd.Series) -> None:
-        """Fold one chunk of the column into the counts."""
+        """Fold one chunk of the column into the counts.
+
+        The temporaries are few and short-lived (arrays of the profile's breakpoints
+        are filled in place, the sorted chunk is dropped once summed): a streamed
+        window's peak memory is the counts plus one chunk plus these, and they used
+        to weigh as much as the chunk itself. The arithmetic is the same, so the
+        counts and sums are the same, bit for bit.
+        """
         values = numeric_values(series)
         missing = np.isnan(values)
         n_missing = int(missing.sum())
         # Sorting the chunk once turns every count below into a binary search of the
         # (small) reference arrays in it, which is faster than binning each value.
-        present = np.sort(values[~missing] if n_missing else values)
+        if n_missing:
+            present = values[~missing]
+            present.sort()
+        else:
+            present = np.sort(values)
+        del missing
         n = present.size
         neg_inf = int(np.searchsorted(present, -np.inf, side="right"))
         pos_inf = int(n - np.searchsorted(present, np.inf, side="left"))
-        breakpoints = reference.breakpoints
-        le = np.searchsorted(present, breakpoints, side="right")
-        lt = np.searchsorted(present, breakpoints, side="left")
-        edges_at = np.searchsorted(present, reference.bin_edges, side="left")
-
         finite_start, finite_stop = neg_inf, n - pos_inf
+        breakpoints = reference.breakpoints
         # Gap g holds the current values strictly between breakpoints g-1 and g
-        # (gap 0 below the first, the last gap above the last breakpoint).
-        starts = np.concatenate([[finite_start], le])
-        stops = np.concatenate([lt, [finite_stop]])
-        cumulative = np.concatenate([[0.0], np.cumsum(present[finite_start:finite_stop])])
+        # (gap 0 below the first, the last gap above the last breakpoint): it starts
+        # at the count <= breakpoint g-1 and stops at the count < breakpoint g.
+        starts = np.empty(breakpoints.size + 1, dtype=np.intp)
+        stops = np.empty(breakpoints.size + 1, dtype=np.intp)
+        starts[0], stops[-1] = finite_start, finite_stop
+        starts[1:] = np.searchsorted(present, breakpoints, side="right")
+        stops[:-1] = np.searchsorted(present, breakpoints, side="left")
+        edges_at = np.searchsorted(present, reference.bin_edges, side="left")
+        cumulative = np.empty(finite_stop - finite_start + 1)
+        cumulative[0] = 0.0
+        np.cumsum(present[finite_start:finite_stop], out=cumulative[1:])
+        del present
 
         self.rows += int(values.size)
         self.missing_count += n_missing
         self.neg_inf_count += neg_inf
         self.pos_inf_count += pos_inf
-        self.count_le += le
-        self.count_lt += lt
+        self.count_le += starts[1:]
+        self.count_lt += stops[:-1]
         self.bin_counts += np.diff(np.concatenate([[0], edges_at, [n]]))
-        self.gap_counts += stops - starts
-        self.gap_sums += cumulative[stops - finite_start] - cumulative[starts - finite_start]
+        self.gap_counts += stops
+        self.gap_counts -= starts
+        starts -= finite_start
+        stops -= finite_start
+        sums = cumulative[stops]
+        sums -= cumulative[starts]
+        self.gap_sums += sums
         self.finite_sum += float(cumulative[-1])
 
     def merge(self, other: NumericWindow) -> None:
