@@ -152,6 +152,9 @@ def child(mode: str, url: str, n_features: int, chunk_rows: int) -> dict:
             for chunk in store.iter_window(T0, end, chunk_rows=chunk_rows, features_only=True):
                 chunk_bytes = max(chunk_bytes, int(chunk.memory_usage(deep=True).sum()))
                 yield chunk
+                # As the drift check's own stream does: holding the chunk here while
+                # the store builds the next would count two chunks against the bound.
+                del chunk
 
         started = time.perf_counter()
         window = summarise_window(profile, chunks())
