@@ -263,23 +263,66 @@ def summarise_window(
         MissingColumnError: A chunk lacks a summarised column (the error names it).
     """
     window = empty_window(profile, features)
-    names = list(window.features)
-    seen_unexpected: set[str] = set()
-    for index, chunk in enumerate(iter_chunks(current)):
-        absent = [name for name in names if name not in chunk.columns]
-        if absent:
-            raise MissingColumnError(absent, index)
-        for column in chunk.columns:
-            column = str(column)
-            if column not in profile.features and column not in seen_unexpected:
-                seen_unexpected.add(column)
-                window.unexpected_columns.append(column)
-        for name in names:
-            window.features[name].add(profile.features[name], chunk[name])
-        window.rows += len(chunk)
-        window.chunks += 1
+    for chunk in iter_chunks(current):
+        add_chunk(profile, window, chunk)
         del chunk  # see iter_chunks: one chunk alive at a time
     return window
+
+
+def add_chunk(profile: ReferenceProfile, window: Window, chunk: pd.DataFrame) -> None:
+    """Fold one chunk into ``window``'s counts (of the features it was made for).
+
+    Raises:
+        MissingColumnError: The chunk lacks a summarised column.
+    """
+    absent = [name for name in window.features if name not in chunk.columns]
+    if absent:
+        raise MissingColumnError(absent, window.chunks)
+    for column in chunk.columns:
+        column = str(column)
+        if column not in profile.features and column not in window.unexpected_columns:
+            window.unexpected_columns.append(column)
+    for name, counts in window.features.items():
+        counts.add(profile.features[name], chunk[name])
+    window.rows += len(chunk)
+    window.chunks += 1
+
+
+def _group_rows(groups: Sequence[Window], where: str = "") -> tuple[list[str], int]:
+    """The features of summaries of disjoint groups over the same rows, and those rows."""
+    names = [name for group in groups for name in group.features]
+    if len(set(names)) != len(names):
+        raise ValueError(f"{where}feature groups overlap ({names})")
+    rows = {group.rows for group in groups}
+    if len(rows) > 1:
+        raise ValueError(f"{where}feature groups disagree on its rows {sorted(rows)}")
+    return names, rows.pop() if rows else 0
+
+
+def _add_unexpected(window: Window, groups: Sequence[Window]) -> None:
+    for group in groups:
+        for column in group.unexpected_columns:
+            if column not in window.unexpected_columns:
+                window.unexpected_columns.append(column)
+
+
+def join_groups(profile: ReferenceProfile, groups: Sequence[Window]) -> Window:
+    """One window from the summaries of disjoint groups of features over the same rows,
+    sharing their counts (not copied: as large as the profile); features in profile
+    order, like :func:`merge_windows` over one slice.
+
+    Raises:
+        ValueError: The groups overlap or disagree on the rows.
+    """
+    _, rows = _group_rows(groups)
+    counts = {name: c for group in groups for name, c in group.features.items()}
+    joined = Window(
+        features={name: counts[name] for name in profile.features if name in counts},
+        rows=rows,
+        chunks=max((group.chunks for group in groups), default=0),
+    )
+    _add_unexpected(joined, groups)
+    return joined
 
 
 def merge_windows(profile: ReferenceProfile, slices: Iterable[Sequence[Window]]) -> Window:
@@ -297,12 +340,7 @@ def merge_windows(profile: ReferenceProfile, slices: Iterable[Sequence[Window]])
     """
     merged: Window | None = None
     for index, groups in enumerate(slices):
-        names = [name for group in groups for name in group.features]
-        if len(set(names)) != len(names):
-            raise ValueError(f"slice {index}: feature groups overlap ({names})")
-        rows = {group.rows for group in groups}
-        if len(rows) > 1:
-            raise ValueError(f"slice {index}: feature groups disagree on its rows {sorted(rows)}")
+        names, rows = _group_rows(groups, f"slice {index}: ")
         if merged is None:
             merged = empty_window(profile, [n for n in profile.features if n in set(names)])
         elif set(names) != set(merged.features):
@@ -312,9 +350,8 @@ def merge_windows(profile: ReferenceProfile, slices: Iterable[Sequence[Window]])
         for group in groups:
             for name, counts in group.features.items():
                 merged.features[name].merge(counts)
-            for column in group.unexpected_columns:
-                if column not in merged.unexpected_columns:
-                    merged.unexpected_columns.append(column)
-        merged.rows += rows.pop() if rows else 0
+        _add_unexpected(merged, groups)
+        merged.rows += rows
         merged.chunks += max((group.chunks for group in groups), default=0)
+        del groups  # a slice's counts weigh as much as the profile: not two at a time
     return merged if merged is not None else empty_window(profile)
