@@ -24,7 +24,15 @@ from pathlib import Path
 import pandas as pd
 
 from driftgate.monitors.profile import ReferenceProfile
-from driftgate.monitors.window import MissingColumnError, Window, merge_windows, summarise_window
+from driftgate.monitors.window import (
+    MissingColumnError,
+    Window,
+    add_chunk,
+    empty_window,
+    join_groups,
+    merge_windows,
+    summarise_window,
+)
 
 WindowPart = pd.DataFrame | str | Path  # rows in memory, or a Parquet file of them
 Cell = tuple[WindowPart, list[str]]  # one part, one group of features
@@ -130,6 +138,19 @@ def summarise_stream(
     runner for the whole stream) is used through it.
     """
     groups = [list(profile.features)] if groups is None else [list(g) for g in groups]
+    if mapper is summarise_in_process:
+        # In this process every chunk is folded straight into one running window per
+        # group: a cell's counts (as large as the profile) are never made and merged
+        # chunk by chunk. Same additions in the same order (a cell's sums start from
+        # zero, and 0.0 + x == x), so the same floats as the cells merged, bit for bit.
+        windows = [empty_window(profile, group) for group in groups]
+        for part in parts:
+            for window in windows:
+                for chunk in read_part(part, list(window.features)):
+                    add_chunk(profile, window, chunk)
+                    del chunk
+            del part
+        return join_groups(profile, windows)
     opener = getattr(mapper, "session", None)
     session = opener() if opener is not None else contextlib.nullcontext(mapper)
 
@@ -142,6 +163,7 @@ def summarise_stream(
                 )
             del part
             yield windows
+            del windows  # merged by now: free before the next part is read
 
     with session as mapped:
         return merge_windows(profile, slices(mapped))

@@ -80,37 +80,58 @@ class NumericWindow(NumericCounts):
         )
 
     def add(self, reference: NumericProfile, series: pd.Series) -> None:
-        """Fold one chunk of the column into the counts."""
+        """Fold one chunk of the column into the counts.
+
+        The temporaries are few and short-lived (arrays of the profile's breakpoints
+        are filled in place, the sorted chunk is dropped once summed): a streamed
+        window's peak memory is the counts plus one chunk plus these, and they used
+        to weigh as much as the chunk itself. The arithmetic is the same, so the
+        counts and sums are the same, bit for bit.
+        """
         values = numeric_values(series)
         missing = np.isnan(values)
         n_missing = int(missing.sum())
         # Sorting the chunk once turns every count below into a binary search of the
         # (small) reference arrays in it, which is faster than binning each value.
-        present = np.sort(values[~missing] if n_missing else values)
+        if n_missing:
+            present = values[~missing]
+            present.sort()
+        else:
+            present = np.sort(values)
+        del missing
         n = present.size
         neg_inf = int(np.searchsorted(present, -np.inf, side="right"))
         pos_inf = int(n - np.searchsorted(present, np.inf, side="left"))
-        breakpoints = reference.breakpoints
-        le = np.searchsorted(present, breakpoints, side="right")
-        lt = np.searchsorted(present, breakpoints, side="left")
-        edges_at = np.searchsorted(present, reference.bin_edges, side="left")
-
         finite_start, finite_stop = neg_inf, n - pos_inf
+        breakpoints = reference.breakpoints
         # Gap g holds the current values strictly between breakpoints g-1 and g
-        # (gap 0 below the first, the last gap above the last breakpoint).
-        starts = np.concatenate([[finite_start], le])
-        stops = np.concatenate([lt, [finite_stop]])
-        cumulative = np.concatenate([[0.0], np.cumsum(present[finite_start:finite_stop])])
+        # (gap 0 below the first, the last gap above the last breakpoint): it starts
+        # at the count <= breakpoint g-1 and stops at the count < breakpoint g.
+        starts = np.empty(breakpoints.size + 1, dtype=np.intp)
+        stops = np.empty(breakpoints.size + 1, dtype=np.intp)
+        starts[0], stops[-1] = finite_start, finite_stop
+        starts[1:] = np.searchsorted(present, breakpoints, side="right")
+        stops[:-1] = np.searchsorted(present, breakpoints, side="left")
+        edges_at = np.searchsorted(present, reference.bin_edges, side="left")
+        cumulative = np.empty(finite_stop - finite_start + 1)
+        cumulative[0] = 0.0
+        np.cumsum(present[finite_start:finite_stop], out=cumulative[1:])
+        del present
 
         self.rows += int(values.size)
         self.missing_count += n_missing
         self.neg_inf_count += neg_inf
         self.pos_inf_count += pos_inf
-        self.count_le += le
-        self.count_lt += lt
+        self.count_le += starts[1:]
+        self.count_lt += stops[:-1]
         self.bin_counts += np.diff(np.concatenate([[0], edges_at, [n]]))
-        self.gap_counts += stops - starts
-        self.gap_sums += cumulative[stops - finite_start] - cumulative[starts - finite_start]
+        self.gap_counts += stops
+        self.gap_counts -= starts
+        starts -= finite_start
+        stops -= finite_start
+        sums = cumulative[stops]
+        sums -= cumulative[starts]
+        self.gap_sums += sums
         self.finite_sum += float(cumulative[-1])
 
     def merge(self, other: NumericWindow) -> None:
@@ -242,23 +263,66 @@ def summarise_window(
         MissingColumnError: A chunk lacks a summarised column (the error names it).
     """
     window = empty_window(profile, features)
-    names = list(window.features)
-    seen_unexpected: set[str] = set()
-    for index, chunk in enumerate(iter_chunks(current)):
-        absent = [name for name in names if name not in chunk.columns]
-        if absent:
-            raise MissingColumnError(absent, index)
-        for column in chunk.columns:
-            column = str(column)
-            if column not in profile.features and column not in seen_unexpected:
-                seen_unexpected.add(column)
-                window.unexpected_columns.append(column)
-        for name in names:
-            window.features[name].add(profile.features[name], chunk[name])
-        window.rows += len(chunk)
-        window.chunks += 1
+    for chunk in iter_chunks(current):
+        add_chunk(profile, window, chunk)
         del chunk  # see iter_chunks: one chunk alive at a time
     return window
+
+
+def add_chunk(profile: ReferenceProfile, window: Window, chunk: pd.DataFrame) -> None:
+    """Fold one chunk into ``window``'s counts (of the features it was made for).
+
+    Raises:
+        MissingColumnError: The chunk lacks a summarised column.
+    """
+    absent = [name for name in window.features if name not in chunk.columns]
+    if absent:
+        raise MissingColumnError(absent, window.chunks)
+    for column in chunk.columns:
+        column = str(column)
+        if column not in profile.features and column not in window.unexpected_columns:
+            window.unexpected_columns.append(column)
+    for name, counts in window.features.items():
+        counts.add(profile.features[name], chunk[name])
+    window.rows += len(chunk)
+    window.chunks += 1
+
+
+def _group_rows(groups: Sequence[Window], where: str = "") -> tuple[list[str], int]:
+    """The features of summaries of disjoint groups over the same rows, and those rows."""
+    names = [name for group in groups for name in group.features]
+    if len(set(names)) != len(names):
+        raise ValueError(f"{where}feature groups overlap ({names})")
+    rows = {group.rows for group in groups}
+    if len(rows) > 1:
+        raise ValueError(f"{where}feature groups disagree on its rows {sorted(rows)}")
+    return names, rows.pop() if rows else 0
+
+
+def _add_unexpected(window: Window, groups: Sequence[Window]) -> None:
+    for group in groups:
+        for column in group.unexpected_columns:
+            if column not in window.unexpected_columns:
+                window.unexpected_columns.append(column)
+
+
+def join_groups(profile: ReferenceProfile, groups: Sequence[Window]) -> Window:
+    """One window from the summaries of disjoint groups of features over the same rows,
+    sharing their counts (not copied: as large as the profile); features in profile
+    order, like :func:`merge_windows` over one slice.
+
+    Raises:
+        ValueError: The groups overlap or disagree on the rows.
+    """
+    _, rows = _group_rows(groups)
+    counts = {name: c for group in groups for name, c in group.features.items()}
+    joined = Window(
+        features={name: counts[name] for name in profile.features if name in counts},
+        rows=rows,
+        chunks=max((group.chunks for group in groups), default=0),
+    )
+    _add_unexpected(joined, groups)
+    return joined
 
 
 def merge_windows(profile: ReferenceProfile, slices: Iterable[Sequence[Window]]) -> Window:
@@ -276,12 +340,7 @@ def merge_windows(profile: ReferenceProfile, slices: Iterable[Sequence[Window]])
     """
     merged: Window | None = None
     for index, groups in enumerate(slices):
-        names = [name for group in groups for name in group.features]
-        if len(set(names)) != len(names):
-            raise ValueError(f"slice {index}: feature groups overlap ({names})")
-        rows = {group.rows for group in groups}
-        if len(rows) > 1:
-            raise ValueError(f"slice {index}: feature groups disagree on its rows {sorted(rows)}")
+        names, rows = _group_rows(groups, f"slice {index}: ")
         if merged is None:
             merged = empty_window(profile, [n for n in profile.features if n in set(names)])
         elif set(names) != set(merged.features):
@@ -291,9 +350,8 @@ def merge_windows(profile: ReferenceProfile, slices: Iterable[Sequence[Window]])
         for group in groups:
             for name, counts in group.features.items():
                 merged.features[name].merge(counts)
-            for column in group.unexpected_columns:
-                if column not in merged.unexpected_columns:
-                    merged.unexpected_columns.append(column)
-        merged.rows += rows.pop() if rows else 0
+        _add_unexpected(merged, groups)
+        merged.rows += rows
         merged.chunks += max((group.chunks for group in groups), default=0)
+        del groups  # a slice's counts weigh as much as the profile: not two at a time
     return merged if merged is not None else empty_window(profile)

@@ -234,6 +234,10 @@ def _features_frame(window: pd.DataFrame, schema: dict[str, str]) -> pd.DataFram
             0,
             where=f"the window's samples (columns: {', '.join(map(str, window.columns))})",
         )
+    if list(window.columns) == list(schema) and all(
+        kind == "numeric" and window[name].dtype == np.float64 for name, kind in schema.items()
+    ):
+        return window  # already the profiled numbers (a streamed chunk): no copy
     frame = pd.DataFrame(index=window.index)
     for name, kind in schema.items():
         if name not in window.columns:

@@ -20,7 +20,6 @@ cross. Elsewhere the error is at most the gap's mass times its width, summed in
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
 from driftgate.monitors.profile import NumericProfile
 from driftgate.monitors.stattests.mean_shift import standardised
@@ -28,13 +27,47 @@ from driftgate.monitors.stattests.registry import InsufficientData, StatTest, Te
 from driftgate.monitors.window import NumericWindow
 
 
-def _atoms(points: np.ndarray, counts: np.ndarray, gap_counts, gap_sums):
-    """Weighted atoms: the points with their counts plus each non-empty gap at its mean."""
-    filled = gap_counts > 0
-    values = np.concatenate([points, gap_sums[filled] / gap_counts[filled]])
-    weights = np.concatenate([counts, gap_counts[filled]]).astype(float)
-    keep = weights > 0
-    return values[keep], weights[keep]
+def _w1(reference: NumericProfile, current: NumericWindow) -> float:
+    """W1 between the reference's atoms and the window's, walked region by region.
+
+    The atoms are the breakpoints (with their counts) and each non-empty gap at its
+    mean; a gap's atoms lie inside it, so both distributions are already in order:
+    no sort, and a handful of arrays the size of the profile instead of the dozen
+    twice that size of ``scipy.stats.wasserstein_distance`` (which was the peak of a
+    streamed drift check: 14 MiB for a 65k-breakpoint profile). Region g runs from
+    breakpoint g-1 to breakpoint g and holds at most two atoms (the reference's and
+    the window's gap means); ``|F_ref - F_cur|`` is constant between them.
+    """
+    points = reference.breakpoints
+    k = points.size
+    ref_gap = np.zeros(k + 1)
+    ref_gap[1:k] = reference.gap_counts  # the reference has no values outside its range
+    cur_gap = current.gap_counts.astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        a = np.divide(np.r_[0.0, reference.gap_sums, 0.0], ref_gap)  # NaN where empty
+        b = current.gap_sums / cur_gap
+    # Mass through the end of region g (its gap, then breakpoint g), as CDF levels.
+    ref_through = np.cumsum(ref_gap + np.r_[reference.ties, 0])
+    cur_through = np.cumsum(cur_gap + np.r_[current.count_le - current.count_lt, 0])
+    ref_total, cur_total = ref_through[-1], cur_through[-1]
+    before = np.r_[0.0, ref_through[:-1] / ref_total - cur_through[:-1] / cur_total]
+    del ref_through, cur_through
+    left = np.r_[np.nan, points]
+    right = np.r_[points, points[-1]]
+    # An empty gap's atom sits on the other one, or on the region's end: no jump there.
+    a = np.where(np.isnan(a), np.where(np.isnan(b), right, b), a)
+    b = np.where(np.isnan(b), a, b)
+    first, last = np.minimum(a, b), np.maximum(a, b)
+    ref_jump, cur_jump = ref_gap / ref_total, cur_gap / cur_total
+    del ref_gap, cur_gap
+    between = before + np.where(a <= b, ref_jump, -cur_jump)
+    after = before + ref_jump - cur_jump
+    # Below the lowest atom and above the highest, both CDFs are equal (0, then 1).
+    left[0], right[-1] = first[0], last[-1]
+    total = np.abs(before) @ (first - left)
+    total += np.abs(between) @ (last - first)
+    total += np.abs(after) @ (right - last)
+    return float(total)
 
 
 def wasserstein_test(reference: NumericProfile, current: NumericWindow) -> TestOutcome:
@@ -45,12 +78,7 @@ def wasserstein_test(reference: NumericProfile, current: NumericWindow) -> TestO
     if n_cur == 0:
         raise InsufficientData("the current window has no finite values")
     points = reference.breakpoints
-    ref_values, ref_weights = _atoms(
-        points, reference.ties, reference.gap_counts, reference.gap_sums
-    )
-    cur_at_points = current.count_le - current.count_lt
-    cur_values, cur_weights = _atoms(points, cur_at_points, current.gap_counts, current.gap_sums)
-    distance = float(stats.wasserstein_distance(ref_values, cur_values, ref_weights, cur_weights))
+    distance = _w1(reference, current)
 
     widths = np.diff(points)
     ref_bound = float(np.sum(reference.gap_counts * widths)) / n_ref

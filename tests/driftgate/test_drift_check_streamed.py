@@ -4,10 +4,14 @@ the store in chunks, judged the same as in memory, leased against retention."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from driftgate.jobs import drift_check as job
-from driftgate.stores.samples import SqlSampleStore
+from driftgate.stores.samples import Sample, SqlSampleStore, is_sampled
+from tests.conftest import mlflow_client
 from tests.driftgate.test_drift_check_job import STEPS, monitored  # noqa: F401
+
+SAMPLED = ("2031-07-01", "2031-07-02")
 
 
 def configured(monitored, **monitoring):  # noqa: F811
@@ -60,3 +64,48 @@ def test_the_read_step_leases_its_window_until_closed(monitored):  # noqa: F811
         window.close()  # idempotent
     store.purge("2100-01-01")
     assert store.count() == 0
+
+
+def test_a_sampled_window_is_judged_on_its_samples_and_records_what_they_stand_for(
+    monitored,  # noqa: F811
+    tmp_path,
+):
+    # The service logged a quarter of the requests (serving.sample_fraction 0.25, by
+    # request id): the monitors judge the stored samples, and the window records the
+    # fraction and the records the samples stand for (4 each).
+    config = configured(monitored, evidently_report=False)
+    config.serving = config.serving.model_copy(
+        update={"sample_store_url": f"sqlite:///{tmp_path / 'sampled.db'}"}
+    )
+    train, features = monitored["data"].splits.train, monitored["features"]
+    pool = train[train["sea_level_pressure"].abs() < 10]  # as the fixture's calm window
+    rows = pool.iloc[np.random.default_rng(11).integers(0, len(pool), 2_000)]
+    start, step = pd.Timestamp(SAMPLED[0], tz="UTC"), pd.Timedelta(days=1) / 2_000
+    served = [f"sampled-{i}" for i in range(2_000)]
+    kept = [i for i, request_id in enumerate(served) if is_sampled(request_id, 0.25)]
+    assert 400 < len(kept) < 600  # a quarter, give or take, chosen by request id
+    store = SqlSampleStore(config.serving.sample_store(config.home_dir))
+    store.append(
+        [
+            Sample(
+                timestamp=start + i * step, request_id=served[i], record_index=0,
+                model_name=config.model.name, model_version=monitored["version"],
+                features={f: float(rows[f].iloc[i]) for f in features},
+                prediction=0.5, predicted_class=1, sample_fraction=0.25,
+            )
+            for i in kept
+        ]
+    )  # fmt: skip
+    store.close()
+    window = job.read(config, *SAMPLED)
+    window.close()
+    assert window.rows == len(kept) and window.sample_fraction == 0.25
+    assert window.estimated_records == 4 * len(kept)
+    assert window.traffic.accepted == len(kept)  # stored records, as the rejected are
+
+    verdict = job.judge_window(config, monitored["gates"], *SAMPLED)
+    assert verdict.rows == len(kept)  # the statistics' sample size: the stored rows
+    run = mlflow_client(config.tracking.uri).get_run(verdict.run_id)
+    assert float(run.data.params["sample_fraction"]) == 0.25
+    assert float(run.data.params["estimated_records"]) == 4 * len(kept)
+    assert run.data.metrics["rows"] == len(kept)

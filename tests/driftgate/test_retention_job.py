@@ -26,39 +26,49 @@ def project(tmp_path, retention: str | None = "30d") -> ProjectConfig:
     )
 
 
-def fill(config: ProjectConfig) -> SqlSampleStore:
-    """One sample a day for the 60 days before NOW."""
+def fill(config: ProjectConfig, now: datetime = NOW) -> SqlSampleStore:
+    """One sample a day for the 60 days before ``now`` (request id ``r<days ago>``)."""
     store = SqlSampleStore(config.serving.sample_store(config.home_dir))
     store.append(
         [
-            Sample(NOW - timedelta(days=d), f"r{d}", 0, "m", "1", {"a": float(d)}, 0.5, 1)
+            Sample(now - timedelta(days=d), f"r{d}", 0, "m", "1", {"a": float(d)}, 0.5, 1)
             for d in range(1, 61)
         ]
     )
     return store
 
 
-def test_old_samples_go_and_an_open_reviews_evidence_stays(tmp_path):
-    config = project(tmp_path)
-    store = fill(config)
+def open_and_resolved_reviews(config: ProjectConfig, now: datetime = NOW) -> None:
+    """An open review whose evidence is day 45's sample, a resolved one on day 50's."""
     reviews = review_store(config)
-    evidence = (NOW - timedelta(days=45, hours=1), NOW - timedelta(days=44, hours=23))
     reviews.open_or_update(
         model_name="m", model_version="1", monitor="kl", metric="kl",
-        window_start=evidence[0], window_end=evidence[1], observed=0.3, threshold=0.1,
+        window_start=now - timedelta(days=45, hours=1),
+        window_end=now - timedelta(days=44, hours=23), observed=0.3, threshold=0.1,
     )  # fmt: skip
     resolved = reviews.open_or_update(
         model_name="m", model_version="1", monitor="ks", metric="ks",
-        window_start=NOW - timedelta(days=50, hours=1),
-        window_end=NOW - timedelta(days=49, hours=23), observed=0.3, threshold=0.1,
+        window_start=now - timedelta(days=50, hours=1),
+        window_end=now - timedelta(days=49, hours=23), observed=0.3, threshold=0.1,
     )  # fmt: skip
     reviews.resolve(resolved.review.id, by="test", resolution="fixed upstream")
     reviews.close()
-    result = purge_samples(config, now=NOW)
-    assert result.deleted_rows == 30 - 1  # days 31..60, less the open review's evidence
+
+
+def assert_purged_but_the_evidence(store: SqlSampleStore, deleted_rows: int) -> None:
+    """Days 31..60 went (30d retention), but day 45: the open review's evidence."""
+    assert deleted_rows == 30 - 1
     left = sorted(store.request_ids())
     assert "r45" in left and "r50" not in left and "r31" not in left and "r30" in left
     assert len(left) == 31
+
+
+def test_old_samples_go_and_an_open_reviews_evidence_stays(tmp_path):
+    config = project(tmp_path)
+    store = fill(config)
+    open_and_resolved_reviews(config)
+    result = purge_samples(config, now=NOW)
+    assert_purged_but_the_evidence(store, result.deleted_rows)
 
 
 def test_retention_must_be_configured_and_valid(tmp_path):

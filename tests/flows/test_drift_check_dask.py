@@ -109,6 +109,32 @@ def monitored(trained_model, production, tmp_path_factory):
     return {"config": config, "file": config_file, "gates": load_gate_config(config.gates)}
 
 
+def test_a_window_streamed_from_the_store_summarises_on_dask_as_in_process(monitored, mapper):
+    # Past contract_rows the window is not loaded: it streams from the sample store in
+    # chunks of partition_rows (700: five whole chunks and a short one), each chunk's
+    # feature groups sent to the cluster as it arrives.
+    config = monitored["config"].model_copy(deep=True)
+    config.monitoring = config.monitoring.model_copy(
+        update={"partition_rows": 700, "contract_rows": 500}
+    )
+    window = job.read(config, *DAY)
+    try:
+        assert window.stream and window.rows == 4_000
+        on_dask = job.summarise(config, window, mapper)
+        local = job.summarise(config, window)
+    finally:
+        window.close()
+    assert on_dask.rows == local.rows == 4_000 and on_dask.chunks == local.chunks == 6
+    for name, expected in local.features.items():
+        for key, value in vars(expected).items():
+            got = getattr(on_dask.features[name], key)
+            if isinstance(value, np.ndarray):
+                assert np.array_equal(got, value), (name, key)
+            else:
+                assert got == value, (name, key)  # bit for bit
+    assert on_dask.features["dew_point"].missing_count == 4_000 // 9 + 1  # the flaky sensor
+
+
 def test_a_drift_check_flow_on_dask_decides_exactly_as_in_process(monitored):
     config, gates = monitored["config"], monitored["gates"]
     (on_dask,) = drift_check_flow(

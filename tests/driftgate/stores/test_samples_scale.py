@@ -103,6 +103,30 @@ def test_categorical_strings_come_back_as_strings_and_schemas_mix(store_url):
     assert [list(c.columns) for c in chunks] == [["a", "city", "flag"], ["a", "city", "c"]]
 
 
+def test_a_chunk_whose_schema_changes_between_fetches_equals_read_window(store_url, monkeypatch):
+    # Fetches of one numeric schema are decoded straight into the chunk's matrix; a
+    # fetch of another schema (or with a category) mid-chunk hands the rows already
+    # there to the general path. Small fetches put every switch inside one chunk.
+    from driftgate.stores import samples
+
+    monkeypatch.setattr(samples, "FETCH_ROWS", 3)
+    store = SqlSampleStore(store_url)
+    at = [T0 + timedelta(minutes=i) for i in range(16)]
+    store.append(
+        [sample(at[i], f"x{i}", a=float(i), b=-float(i)) for i in range(7)]
+        + [sample(at[i], f"x{i}", b=float(i), c=2.0 * i) for i in range(7, 12)]
+        + [sample(at[i], f"x{i}", a=float(i), city=f"c{i}") for i in range(12, 16)]
+    )
+    whole = store.read_window(T0, T0 + DAY)
+    features = list(whole.columns[len(META_COLUMNS) : -len(OUTPUT_COLUMNS)])
+    (chunk,) = store.iter_window(T0, T0 + DAY, chunk_rows=100, features_only=True)
+    pd.testing.assert_frame_equal(chunk[features], whole[features])
+    # One schema throughout: every chunk straight from the matrix, the last one short.
+    first = list(store.iter_window(T0, at[7], chunk_rows=4, features_only=True))
+    assert [len(c) for c in first] == [4, 3]
+    assert pd.concat(first, ignore_index=True)["b"].tolist() == [-float(i) for i in range(7)]
+
+
 def test_a_store_of_the_json_layout_still_opens_reads_and_writes(store_url):
     store = legacy_store(store_url)
     assert store.layout == LAYOUT_JSON and not store.partitioned
