@@ -42,6 +42,11 @@ from driftgate.training.prepared import SPLIT_FILES, save_prepared
 log = logging.getLogger(__name__)
 
 SPLIT_NAMES = ("train", "validation", "test")
+# In the data folder: rows the window added to each split.
+ADDED_FILE = "window_rows.txt"
+# Beside the data folder: this retrain found too few labelled records and trains on the
+# configured data.
+CONFIGURED_ONLY_FILE = "configured-data-only"
 
 
 @dataclass(frozen=True)
@@ -64,10 +69,17 @@ def retrain_data(config: ProjectConfig, retrain_id: str, window: tuple[str, str]
     """The retrain's data version, built on first use and reused after (a worker and
     the gate that follows it read the same folder)."""
     folder = config.home_dir / "retrains" / retrain_id / "data"
+    # Decided once: labels that arrive while the candidate trains must not change the
+    # data the gate scores it on (its data_version check would fail).
+    configured_only = folder.with_name(CONFIGURED_ONLY_FILE)
+    if configured_only.is_file():
+        return RetrainData(config, None, {})
     if not (folder / SPLIT_FILES["train"]).is_file():
         added = build(config, window, folder)
         if added is None:
             log.info("retrain %s: no labelled records in %s..%s", retrain_id, *window)
+            configured_only.parent.mkdir(parents=True, exist_ok=True)
+            configured_only.write_text("too few labelled records in the window\n")
             return RetrainData(config, None, {})
     else:
         added = _added_rows(folder)
@@ -112,9 +124,6 @@ def build(config: ProjectConfig, window: tuple[str, str], folder: Path) -> dict[
         if not (folder / SPLIT_FILES["train"]).is_file():
             raise
     return {name: len(getattr(parts, name)) for name in SPLIT_NAMES}
-
-
-ADDED_FILE = "window_rows.txt"
 
 
 def _added_rows(folder: Path) -> dict[str, int]:

@@ -59,7 +59,11 @@ def test_a_window_without_labels_trains_on_the_configured_data(project):
     nothing = retrain_data(project["config"], "rt-2", WINDOW)
     assert nothing.folder is None and nothing.config is project["config"]
     assert nothing.summary.startswith("trained on the configured data (no labelled")
-    assert not (project["config"].home_dir / "retrains" / "rt-2").exists()
+    assert not (project["config"].home_dir / "retrains" / "rt-2" / "data").exists()
+    # Labels arriving while the candidate trains do not change the data the gate uses.
+    label(project["url"], WINDOW, project["rows"]["rain"].to_numpy(), "rt", range(LABELLED))
+    assert retrain_data(project["config"], "rt-2", WINDOW).folder is None
+    assert retrain_data(project["config"], "rt-other", WINDOW).folder is not None
 
 
 def test_labelled_samples_without_the_models_features_are_refused_by_name(project):
