@@ -37,8 +37,8 @@ def fit_model_task(config: ProjectConfig, data: job.PreparedData):
 
 
 @task(name="evaluate-model", cache_policy=NO_CACHE)
-def evaluate_model_task(data: job.PreparedData, result) -> dict[str, float]:
-    return job.evaluate_model(data, result)
+def evaluate_model_task(config: ProjectConfig, data: job.PreparedData, result) -> dict[str, float]:
+    return job.evaluate_model(config, data, result)
 
 
 @task(name="register-model", cache_policy=NO_CACHE)
@@ -70,7 +70,7 @@ def train_flow(
             config = retrain_job.retrain_config(config, retrain_id)
         data = prepare_data_task(config)
         result = fit_model_task(config, data)
-        metrics = evaluate_model_task(data, result)
+        metrics = evaluate_model_task(config, data, result)
         outcome = register_model_task(config, data, result, metrics)
         registered = outcome.registered
         gate = None

@@ -54,8 +54,11 @@ class PerformanceUnavailable(ValueError):
     """The metric cannot be computed from what the samples keep (the message says why)."""
 
 
-def _accuracy_binary(y: np.ndarray, p: np.ndarray) -> float:
-    return float(np.mean((p >= DECISION_THRESHOLD) == (y == 1)))
+def _accuracy_binary(decision_threshold: float) -> Callable[[np.ndarray, np.ndarray], float]:
+    def accuracy(y: np.ndarray, p: np.ndarray) -> float:
+        return float(np.mean((p >= decision_threshold) == (y == 1)))
+
+    return accuracy
 
 
 def _roc_auc(y: np.ndarray, p: np.ndarray) -> float:
@@ -103,18 +106,22 @@ def _r2(y: np.ndarray, v: np.ndarray) -> float:
     return 1.0 - float(((v - y) ** 2).sum()) / spread if spread > 0 else math.nan
 
 
-def metric_function(task: str, metric: str, classes: int = 0):
+def metric_function(
+    task: str, metric: str, classes: int = 0, decision_threshold: float = DECISION_THRESHOLD
+):
     """``f(y, outputs) -> float`` for ``metric`` of ``task``; outputs are what a sample
-    keeps: P(class 1) (binary), the predicted class index (multiclass), the value
-    (regression). PerformanceUnavailable when the task has no such metric or the samples
-    cannot give it."""
+    keeps: P(class 1) (binary, a class at ``decision_threshold``: the service's), the
+    predicted class index (multiclass), the value (regression). PerformanceUnavailable
+    when the task has no such metric or the samples cannot give it."""
     if metric not in TASK_METRICS.get(task, ()):
         raise PerformanceUnavailable(
             f"'{metric}' is not a metric of a {task} model (its metrics: "
             f"{', '.join(TASK_METRICS.get(task, ()))})"
         )
     if task == "binary":
-        return {"accuracy": _accuracy_binary, "roc_auc": _roc_auc, "log_loss": _log_loss}[metric]
+        if metric == "accuracy":
+            return _accuracy_binary(decision_threshold)
+        return {"roc_auc": _roc_auc, "log_loss": _log_loss}[metric]
     if task == "multiclass":
         if metric == "log_loss":
             raise PerformanceUnavailable(
@@ -144,6 +151,7 @@ def realized_performance(
     outputs: np.ndarray,
     *,
     classes: int = 0,
+    decision_threshold: float = DECISION_THRESHOLD,
     resamples: int = RESAMPLES,
     seed: int = 0,
 ) -> Realized:
@@ -160,7 +168,7 @@ def realized_performance(
         y = y.astype(int)
     if task == "multiclass":
         outputs = outputs.astype(int)
-    function = metric_function(task, metric, classes)
+    function = metric_function(task, metric, classes, decision_threshold)
     value = function(y, outputs)
     n = len(y)
     if n < 2 or not math.isfinite(value):
@@ -212,12 +220,14 @@ def evaluate_performance(
     y: np.ndarray,
     outputs: np.ndarray,
     baseline: float | None,
+    decision_threshold: float = DECISION_THRESHOLD,
     resamples: int = RESAMPLES,
 ):
     """A ``performance:<metric>`` monitor on one window's labelled records.
 
     ``y`` the labels' numbers and ``outputs`` the stored outputs of the same records
-    (see :func:`metric_function`); ``baseline`` the champion's ``test_<metric>``.
+    (see :func:`metric_function`); ``baseline`` the champion's ``test_<metric>``;
+    ``decision_threshold`` the service's (binary accuracy).
     Returns a :class:`monitors.rules.MonitorResult` whose ``observed`` is the drop.
     """
     from driftgate.monitors.rules import MonitorResult, split_metric
@@ -252,7 +262,15 @@ def evaluate_performance(
             reason=f"{len(y)} labelled records < min_labels ({monitor.min_labels})",
             level=level,
         )
-    realized = realized_performance(task, metric, y, outputs, classes=classes, resamples=resamples)
+    realized = realized_performance(
+        task,
+        metric,
+        y,
+        outputs,
+        classes=classes,
+        decision_threshold=decision_threshold,
+        resamples=resamples,
+    )
     if not math.isfinite(realized.value):
         return MonitorResult(
             **base,

@@ -72,7 +72,7 @@ def trained_model(project_config) -> TrainedModel:
 
     data = job.prepare_data(project_config)
     result = job.fit_model(project_config, data, on_epoch=None)
-    metrics = job.evaluate_model(data, result)
+    metrics = job.evaluate_model(project_config, data, result)
     outcome = job.register_model(project_config, data, result, metrics)
     from mlflow import MlflowClient
 

@@ -24,13 +24,17 @@ TASK_METRICS: dict[str, tuple[str, ...]] = {
 }
 # The metric a task is summarised by (descriptions, the overfitting check's default).
 HEADLINE_METRIC = {"binary": "roc_auc", "multiclass": "accuracy", "regression": "r2"}
-# P(class 1) at or above this is class 1: for accuracy here, the degenerate-output
-# gate check and the service's default `serving.decision_threshold`.
+# P(class 1) at or above this is class 1: the default of `serving.decision_threshold`.
+# Everything that turns P(class 1) into a class (accuracy at training, in the gate and
+# in production, the degenerate-output check) is given the configured threshold, so a
+# service answering at 0.3 is scored at 0.3.
 DECISION_THRESHOLD = 0.5
 
 
-def classification_metrics(y_true: np.ndarray, probabilities: np.ndarray) -> dict[str, float]:
-    """Accuracy (at DECISION_THRESHOLD), ROC AUC and log loss of predicted P(class 1)."""
+def classification_metrics(
+    y_true: np.ndarray, probabilities: np.ndarray, decision_threshold: float = DECISION_THRESHOLD
+) -> dict[str, float]:
+    """Accuracy (class 1 at ``decision_threshold``), ROC AUC and log loss of P(class 1)."""
     # sklearn costs seconds to import; the names and the threshold above are read by
     # configuration models (gates.yaml, serving) that must load without it.
     from sklearn.metrics import accuracy_score, log_loss, roc_auc_score
@@ -41,7 +45,7 @@ def classification_metrics(y_true: np.ndarray, probabilities: np.ndarray) -> dic
         raise ValueError(f"{len(y_true)} labels but {len(probabilities)} predictions")
     if not np.isfinite(probabilities).all():
         raise ValueError("predictions contain NaN/Inf; the model is broken")
-    predictions = (probabilities >= DECISION_THRESHOLD).astype(int)
+    predictions = (probabilities >= decision_threshold).astype(int)
     both_classes = len(np.unique(y_true)) == 2
     return {
         "accuracy": float(accuracy_score(y_true, predictions)),
@@ -95,16 +99,24 @@ def regression_metrics(y_true: np.ndarray, predicted: np.ndarray) -> dict[str, f
     }
 
 
-def task_metrics(task: str, y_true: np.ndarray, outputs: np.ndarray) -> dict[str, float]:
+def task_metrics(
+    task: str,
+    y_true: np.ndarray,
+    outputs: np.ndarray,
+    decision_threshold: float = DECISION_THRESHOLD,
+) -> dict[str, float]:
     """The task's metrics (:data:`TASK_METRICS`) of the model's ``outputs``.
 
     ``y_true``: 0/1 for binary, the class index for multiclass, the value for regression.
+    ``decision_threshold``: binary only (the service's ``serving.decision_threshold``).
     """
     if task == "multiclass":
         return multiclass_metrics(y_true, outputs)
     if task == "regression":
         return regression_metrics(y_true, outputs)
-    return classification_metrics(y_true, np.asarray(outputs, dtype=np.float64).ravel())
+    return classification_metrics(
+        y_true, np.asarray(outputs, dtype=np.float64).ravel(), decision_threshold
+    )
 
 
 def prefixed(split: str, metrics: dict[str, float]) -> dict[str, float]:

@@ -229,11 +229,17 @@ def predict_probabilities(pyfunc, rows: np.ndarray, label: str) -> np.ndarray:
     return output
 
 
-def labelled_metrics(frame: pd.DataFrame, probabilities: np.ndarray, target: str, where: Path):
+def labelled_metrics(
+    frame: pd.DataFrame,
+    probabilities: np.ndarray,
+    target: str,
+    where: Path,
+    decision_threshold: float,
+):
     labels = frame[target]
     if labels.isna().any() or not set(labels.unique()) <= {0, 1}:
         raise DataError(f"{where}: target column '{target}' must be 0/1")
-    return classification_metrics(labels.to_numpy(), probabilities)
+    return classification_metrics(labels.to_numpy(), probabilities, decision_threshold)
 
 
 def environment_of(mlmodel: dict) -> dict[str, str]:
@@ -286,13 +292,17 @@ def run_adoption(
     check_signature(info.signature_inputs, frame, features, reference)
     probabilities = predict_probabilities(pyfunc, matrix_of(frame, features, reference), label)
     target = config.data.target
+    threshold = config.serving.decision_threshold
     metrics: dict[str, float] = {}
     # The outputs the output monitors compare with: on held-out test data when given
     # (a calibrator fitted on what the model was trained on would flatter it), else on
     # the labelled reference.
     calibration = None
     if target in frame.columns:
-        metrics |= prefixed("reference", labelled_metrics(frame, probabilities, target, reference))
+        metrics |= prefixed(
+            "reference",
+            labelled_metrics(frame, probabilities, target, reference, threshold),
+        )
         calibration = (probabilities, frame[target].to_numpy(), "reference")
     if test is not None:
         test = config.resolve(test)
@@ -303,7 +313,10 @@ def run_adoption(
         test_probabilities = predict_probabilities(
             pyfunc, matrix_of(test_frame, features, test), label
         )
-        metrics |= prefixed("test", labelled_metrics(test_frame, test_probabilities, target, test))
+        metrics |= prefixed(
+            "test",
+            labelled_metrics(test_frame, test_probabilities, target, test, threshold),
+        )
         calibration = (test_probabilities, test_frame[target].to_numpy(), "test")
 
     environment = environment_of(mlmodel)

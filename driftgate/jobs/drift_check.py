@@ -588,7 +588,13 @@ def judge_performance(
         baseline = registry.version_test_metric(config.tracking, name, version, metric)
         results.append(
             evaluate_performance(
-                monitor, task=task, classes=len(classes), y=y, outputs=outputs, baseline=baseline
+                monitor,
+                task=task,
+                classes=len(classes),
+                y=y,
+                outputs=outputs,
+                baseline=baseline,
+                decision_threshold=config.serving.decision_threshold,
             )
         )
     return results

@@ -63,7 +63,7 @@ def evaluate_candidate(
         ).ravel()
         table = calibration_table(labels, probabilities, bins)
         metrics[prefix] = {
-            **classification_metrics(labels, probabilities),
+            **classification_metrics(labels, probabilities, config.serving.decision_threshold),
             "brier": brier_score(labels, probabilities),
             "expected_calibration_error": expected_calibration_error(table),
             "rows": len(frame),
@@ -84,7 +84,10 @@ def _evaluate_other_task(config, data, model, model_uri: str, curve_split: str) 
         frame = getattr(data.splits, split)
         outputs = np.asarray(model.predict(model_inputs(frame, specs)), dtype=np.float64)
         target = encode_target(task, frame[data.target], classes, split)
-        metrics[prefix] = {**task_metrics(task, target, outputs), "rows": len(frame)}
+        metrics[prefix] = {
+            **task_metrics(task, target, outputs, config.serving.decision_threshold),
+            "rows": len(frame),
+        }
     log.info("evaluated %s: %s", model_uri, metrics)
     return Evaluation(model_uri, curve_split, metrics, pd.DataFrame(), pd.DataFrame())
 

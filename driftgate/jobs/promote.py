@@ -66,10 +66,11 @@ def check_gates_for_task(gates: GateConfig, task: str, where: str = "gates.yaml"
 
 
 def _metrics_on(
-    predict, frame, data: PreparedData, spec: ModelSpec
+    predict, frame, data: PreparedData, spec: ModelSpec, decision_threshold: float
 ) -> tuple[np.ndarray, dict[str, float]]:
-    """Held-out metrics; NaN metrics (failing their gates) when predictions are not finite
-    or misshapen, so a broken model is reported by the gate instead of crashing it."""
+    """Held-out metrics (binary accuracy at ``decision_threshold``, the service's); NaN
+    metrics (failing their gates) when predictions are not finite or misshapen, so a
+    broken model is reported by the gate instead of crashing it."""
     outputs = np.asarray(predict(model_inputs(frame, spec.features)), np.float64)
     if spec.task != "multiclass":
         outputs = outputs.ravel()
@@ -78,7 +79,7 @@ def _metrics_on(
         return outputs, broken
     target = encode_target(spec.task, frame[data.target], spec.classes, "held-out")
     try:
-        return outputs, task_metrics(spec.task, target, outputs)
+        return outputs, task_metrics(spec.task, target, outputs, decision_threshold)
     except ValueError:  # a wrong output shape: the output_shape check names it
         return outputs, broken
 
@@ -147,14 +148,19 @@ def evaluate_gates(
             name, candidate, spec.task, config.model.task, spec.task,
         )  # fmt: skip
     check_gates_for_task(gates, spec.task)
-    candidate_outputs, candidate_metrics = _metrics_on(pyfunc.predict, held_out, data, spec)
+    threshold = config.serving.decision_threshold
+    candidate_outputs, candidate_metrics = _metrics_on(
+        pyfunc.predict, held_out, data, spec, threshold
+    )
     champion_metrics = None
     if champion_for_comparison is not None:
         champion_model = registry.load_pyfunc(tracking, f"models:/{name}/{champion_for_comparison}")
         champion_info = registry.version_info(tracking, name, champion_for_comparison)
         champion_spec = ModelSpec.from_dict(_weights(tracking, champion_info)[0], data.features)
         if champion_spec.task == spec.task and champion_spec.classes == spec.classes:
-            _, champion_metrics = _metrics_on(champion_model.predict, held_out, data, spec)
+            _, champion_metrics = _metrics_on(
+                champion_model.predict, held_out, data, spec, threshold
+            )
         else:
             log.warning(
                 "champion v%s predicts %s %s, the candidate %s %s: comparing absolute gates only",
@@ -170,6 +176,7 @@ def evaluate_gates(
         lower=lower,
         upper=upper,
         probabilities=candidate_outputs,
+        decision_threshold=threshold,
         n_outputs=spec.n_outputs,
         n_features=len(spec.features),
         signature_inputs=info.signature_inputs,

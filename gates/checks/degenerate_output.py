@@ -3,10 +3,10 @@
 Name: ``degenerate_output``. Tasks: all. Needs: probabilities.
 
 Threshold: ``max_single_class_share``, the largest acceptable share of held-out rows
-given the most-predicted class (binary: at the decision threshold; multiclass: the most
-probable class), default 98%. A regression model is degenerate when its predictions are
-constant: their spread is at most ``min_relative_spread`` times the mean's magnitude
-(plus 1e-12).
+given the most-predicted class (binary: at ``serving.decision_threshold``, where the
+service turns P(class 1) into a class; multiclass: the most probable class), default
+98%. A regression model is degenerate when its predictions are constant: their spread
+is at most ``min_relative_spread`` times the mean's magnitude (plus 1e-12).
 """
 
 from __future__ import annotations
@@ -46,7 +46,10 @@ def _regression_spread(values: np.ndarray, settings: DegenerateOutputCheck) -> C
 
 
 def check_degenerate_output(
-    probabilities: np.ndarray, settings: DegenerateOutputCheck, task: str = "binary"
+    probabilities: np.ndarray,
+    settings: DegenerateOutputCheck,
+    task: str = "binary",
+    decision_threshold: float = DECISION_THRESHOLD,
 ) -> CheckResult:
     """The model does not predict one class (or one value) for (almost) every held-out row."""
 
@@ -66,7 +69,7 @@ def check_degenerate_output(
             counts = np.bincount(probabilities_.reshape(len(probabilities_), -1).argmax(axis=1))
             share, majority = float(counts.max() / counts.sum()), str(int(counts.argmax()))
         else:
-            predicted_positive = float((probabilities_ >= DECISION_THRESHOLD).mean())
+            predicted_positive = float((probabilities_ >= decision_threshold).mean())
             share = max(predicted_positive, 1 - predicted_positive)
             majority = "1" if predicted_positive >= 0.5 else "0"  # a share: the larger half
         ok = share <= settings.max_single_class_share
@@ -82,7 +85,9 @@ def check_degenerate_output(
 
 
 def _run(inputs: GateInputs, settings: DegenerateOutputCheck) -> CheckResult:
-    return check_degenerate_output(inputs.probabilities, settings, inputs.task)
+    return check_degenerate_output(
+        inputs.probabilities, settings, inputs.task, inputs.decision_threshold
+    )
 
 
 register(

@@ -24,6 +24,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from driftgate.core.yamlconfig import StrictModel
 from driftgate.gates.result import CheckResult, not_applicable
+from driftgate.training.evaluate import DECISION_THRESHOLD
 
 if TYPE_CHECKING:
     from torch import nn
@@ -84,6 +85,7 @@ class GateInputs:
         lower: Per-feature lower bounds of valid inputs (contract, else training range).
         upper: Per-feature upper bounds.
         probabilities: The candidate's outputs on ``rows`` (the task's shape).
+        decision_threshold: Binary: P(class 1) at or above which the service answers 1.
         n_outputs: Output columns: the number of classes for multiclass, else 1.
         n_features: Number of input features.
         signature_inputs: The logged input signature (MLflow's JSON form), or None.
@@ -108,6 +110,7 @@ class GateInputs:
     lower: np.ndarray = NOT_GIVEN
     upper: np.ndarray = NOT_GIVEN
     probabilities: np.ndarray = NOT_GIVEN
+    decision_threshold: float = DECISION_THRESHOLD
     n_outputs: int = 1
     n_features: int = NOT_GIVEN
     signature_inputs: list[dict] | None = NOT_GIVEN

@@ -48,7 +48,7 @@ def store(tmp_path_factory):
     config.train = TrainParams(max_epochs=2, patience=2)
     data = train_job.prepare_data(config)
     result = train_job.fit_model(config, data, on_epoch=None)
-    metrics = train_job.evaluate_model(data, result)
+    metrics = train_job.evaluate_model(config, data, result)
     genuine = train_job.register_model(config, data, result, metrics).registered
     variants = hostile.Variants.of(
         config.tracking, MODEL, genuine.version, MODEL, tmp_path_factory.mktemp("variants")

@@ -187,3 +187,25 @@ def test_beyond_the_horizon_a_window_is_not_judged_again(setup):
     assert len(job.plan_rejudgements(config, gates, end=soon)) == 1
     later = pd.Timestamp(LATE[1], tz="UTC") + pd.Timedelta(days=31)  # label_horizon 30d
     assert job.plan_rejudgements(config, gates, end=later) == []
+
+
+def test_accuracy_is_realized_at_the_services_decision_threshold(setup, trained_model):
+    """The service answers class 1 at ``serving.decision_threshold``; the realized
+    accuracy of its answers is judged at the same threshold."""
+    config, url, prefix = setup["config"], setup["url"], setup["prefix"]
+    gates = setup["gates"].model_copy(
+        update={"monitors": [_monitor(name="acc", metric="performance:accuracy", threshold=1.0)]}
+    )
+    test = trained_model.data.splits.test.iloc[:ROWS]
+    p = predict_proba(trained_model.result.model, feature_matrix(test, trained_model.data.features))
+    truth = setup["truth"]
+    realized = {}
+    for window, threshold in ((GOOD, 0.5), (AFTER, 0.8)):
+        label(url, window, truth, prefix, range(ROWS))
+        config.serving = config.serving.model_copy(update={"decision_threshold": threshold})
+        (result,) = job.judge_window(config, gates, *window).results
+        assert result.status == "ok", result.reason
+        expected = float(np.mean((np.asarray(p) >= threshold) == (truth == 1)))
+        assert result.realized == pytest.approx(expected)
+        realized[threshold] = result.realized
+    assert realized[0.5] != realized[0.8]

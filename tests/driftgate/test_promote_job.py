@@ -49,7 +49,8 @@ def store(tmp_path_factory):
     def register(name, params, wrap=None):
         config.train = TrainParams(**params)
         result = train_job.fit_model(config, data, on_epoch=None)
-        metrics = train_job.evaluate_model(data, result)  # logged as if the model were sound
+        # Logged as if the model were sound (the NaN wrapper comes after).
+        metrics = train_job.evaluate_model(config, data, result)
         if wrap is not None:
             result.model = wrap(result.model)
         versions[name] = train_job.register_model(config, data, result, metrics).registered.version
@@ -306,3 +307,31 @@ def test_an_onnx_gate_logs_the_export_on_the_run_and_tags_its_verdict(store, tmp
     assert np.abs(onnx_out - np.asarray(pyfunc.predict(rows)).ravel()).max() <= 1e-5
     with pytest.raises(registry.MissingArtifactError, match=r"exports/model\.onnx"):
         registry.download_onnx_model(config.tracking, "gated", store["weak"])  # gated without
+
+
+def test_the_gate_scores_binary_accuracy_at_the_services_decision_threshold(store):
+    """A service answering class 1 at P >= 0.8 is gated on the accuracy and the class
+    shares it will serve, not on those at 0.5."""
+    import numpy as np
+
+    from driftgate.gates.result import fmt
+    from driftgate.training.data import feature_matrix
+
+    set_aliases(store)  # no champion: absolute gates only
+    config = store["config"].model_copy(deep=True)
+    data = train_job.prepare_data(config, validate_contract=False)
+    held_out = data.splits.test
+    model = registry.load_pyfunc(config.tracking, f"models:/gated/{store['strong']}")
+    p = np.asarray(model.predict(feature_matrix(held_out, data.features)), float).ravel()
+    truth = held_out[data.target].to_numpy().astype(int)
+    observed = {}
+    for threshold in (0.5, 0.8):
+        config.serving = config.serving.model_copy(update={"decision_threshold": threshold})
+        result = promote_job.evaluate_gates(config, store["gates"], store["strong"])
+        observed[threshold] = {c.name: c.observed for c in result.checks}
+        positive = float((p >= threshold).mean())
+        share = max(positive, 1 - positive)
+        accuracy = float(((p >= threshold) == truth).mean())
+        assert observed[threshold]["test_accuracy"] == fmt(accuracy)
+        assert observed[threshold]["degenerate_output"].startswith(f"{share:.2%} class")
+    assert observed[0.5]["test_accuracy"] != observed[0.8]["test_accuracy"]

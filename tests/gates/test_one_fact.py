@@ -46,3 +46,27 @@ def test_decision_threshold_is_one_fact():
     result = check_degenerate_output(at_threshold, DegenerateOutputCheck())
     assert result.observed == "100.00% class 1"
     assert classification_metrics(np.ones(10, int), at_threshold)["accuracy"] == 1.0
+
+
+def test_a_configured_decision_threshold_is_the_one_every_class_is_taken_at():
+    """Serving's answer, training's and the gate's accuracy, the degenerate-output share,
+    the production accuracy monitor and the output monitors' class column all turn
+    P(class 1) into a class at the same configured threshold."""
+    from driftgate.monitors.outputs import CLASS_COLUMN, output_frame
+    from driftgate.monitors.performance import metric_function
+    from driftgate.serving.outputs import score
+
+    threshold = 0.3
+    p = np.array([0.1, 0.25, 0.3, 0.35, 0.45, 0.6, 0.9, 0.29])
+    y = np.ones(len(p), int)
+    served = np.asarray(score(p, "binary", (), threshold).fields["classes"])
+    assert served.tolist() == [0, 0, 1, 1, 1, 1, 1, 0]
+    accuracy = float(served.mean())
+    assert classification_metrics(y, p, threshold)["accuracy"] == accuracy
+    assert task_metrics("binary", y, p, threshold)["accuracy"] == accuracy
+    assert metric_function("binary", "accuracy", decision_threshold=threshold)(y, p) == accuracy
+    assert output_frame("binary", p, threshold)[CLASS_COLUMN].tolist() == served.tolist()
+    result = check_degenerate_output(p, DegenerateOutputCheck(), "binary", threshold)
+    assert result.observed == f"{served.mean():.2%} class 1"
+    # ... and at the default the same outputs give other classes.
+    assert classification_metrics(y, p)["accuracy"] != accuracy

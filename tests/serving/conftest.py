@@ -70,7 +70,7 @@ def registered(tmp_path_factory) -> Registered:
     for seed in (1, 2):
         config.train = TrainParams(seed=seed, max_epochs=2, patience=2)
         result = job.fit_model(config, data, on_epoch=None)
-        metrics = job.evaluate_model(data, result)
+        metrics = job.evaluate_model(config, data, result)
         outcome = job.register_model(config, data, result, metrics)
         versions[outcome.registered.version] = result.model
     registered = Registered(
