@@ -349,6 +349,20 @@ def test_monitors_plan_reads_the_champion_and_warns_at_low_traffic(monitored):
         monitor_plan.plan_monitors(config, gates)  # no sample in the last day
     (line,) = monitor_plan.deploy_warnings(config, gates)
     assert line.startswith("monitors plan skipped")
+    # A day of traffic is counted in the store (a day at production traffic is far
+    # too many rows to read): 48 samples in the last 24 hours.
+    store = SqlSampleStore(config.serving.sample_store(config.home_dir))
+    start = pd.Timestamp.now(tz="UTC") - pd.Timedelta(days=1) + pd.Timedelta(minutes=1)
+    day = (start.isoformat(), (start + pd.Timedelta(days=1)).isoformat())
+    one_day = monitored["data"].splits.production.iloc[:48]
+    write_window(store, one_day, monitored["features"], day, monitored["version"])
+    store.close()
+    observed = monitor_plan.observed_rows_per_window(config, gates)
+    assert observed == {
+        m.name: max(round(48 / 86400 * m.length.total_seconds()), 1) for m in gates.monitors
+    }
+    planned = monitor_plan.plan_monitors(config, gates)
+    assert [p.rows_per_window for p in planned] == [observed[m.name] for m in gates.monitors]
 
 
 def test_a_window_already_acted_on_says_so_and_the_report_shows_corrected_and_floor():
