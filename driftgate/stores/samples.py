@@ -709,22 +709,15 @@ class SqlSampleStore:
         samples, traffic = _split_batch(self, samples)
         rows = self._rows(samples) if samples else []
         try:
-            if self.partitioned and rows:
-                self._ensure_partitions({row["ts_us"] // _US_PER_DAY for row in rows})
-            # BEGIN IMMEDIATE on SQLite: a deferred transaction that reads first (the
-            # identity and id checks) fails at once, not after the busy timeout, when
-            # another writer commits before its INSERT.
-            with write_transaction(self.engine) as connection:
-                if problem := identity_problem(connection, self.store_id, None):
-                    raise StoreReplaced(f"sample store {redact(self.url)}: {problem}")
-                if refuse_known_request_ids and rows:
-                    ids = list({r["request_id"] for r in rows})
-                    known = set(connection.execute(self._known_request_ids, {"ids": ids}).scalars())
-                    if known:
-                        raise DuplicateRequestIds(known)
-                if rows:
-                    connection.execute(self.table.insert(), rows)
-                _insert_traffic(self, connection, traffic)
+            try:
+                self._insert(rows, traffic, refuse_known_request_ids)
+            except IntegrityError as exc:
+                # Another process's retention pass dropped a daily partition that this
+                # process created and remembers: forget them all, create, insert again.
+                if not self.partitioned or "no partition" not in str(exc.orig):
+                    raise
+                self._partitions.clear()
+                self._insert(rows, traffic, refuse_known_request_ids)
         except OperationalError:
             # A SQLite connection opened while the file was read-only stays read-only
             # after the file is writable again: start over with fresh connections.
@@ -733,6 +726,25 @@ class SqlSampleStore:
         # Deleted during the commit: the rows are in the unlinked file, lost with it.
         self._raise_if_replaced()
         return len(rows) + len(traffic["rejected"])
+
+    def _insert(self, rows: list[dict], traffic: dict, refuse_known_request_ids: bool) -> None:
+        """One transaction: the sample rows and the batch's traffic (see :meth:`append`)."""
+        if self.partitioned and rows:
+            self._ensure_partitions({row["ts_us"] // _US_PER_DAY for row in rows})
+        # BEGIN IMMEDIATE on SQLite: a deferred transaction that reads first (the
+        # identity and id checks) fails at once, not after the busy timeout, when
+        # another writer commits before its INSERT.
+        with write_transaction(self.engine) as connection:
+            if problem := identity_problem(connection, self.store_id, None):
+                raise StoreReplaced(f"sample store {redact(self.url)}: {problem}")
+            if refuse_known_request_ids and rows:
+                ids = list({r["request_id"] for r in rows})
+                known = set(connection.execute(self._known_request_ids, {"ids": ids}).scalars())
+                if known:
+                    raise DuplicateRequestIds(known)
+            if rows:
+                connection.execute(self.table.insert(), rows)
+            _insert_traffic(self, connection, traffic)
 
     def _rows(self, samples: Sequence[Sample]) -> list[dict]:
         rows = [

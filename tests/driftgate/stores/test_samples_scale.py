@@ -235,6 +235,19 @@ def test_a_lease_taken_by_another_process_is_seen_by_the_purge(store_url):
     assert len(store.read_window(T0 + DAY, T0 + 2 * DAY)) == 0
 
 
+def test_a_day_dropped_by_another_processs_retention_takes_samples_again(store_url):
+    """The service remembers the daily partitions it created; a retention pass in the
+    drift-check's process drops one; a late sample of that day is still stored."""
+    service = SqlSampleStore(store_url)
+    service.append(minutes(5))
+    SqlSampleStore(store_url).purge(T0 + 2 * DAY)  # another process, another object
+    assert service.count() == 0
+    late = [sample(T0 + timedelta(hours=2), "late", a=7.0)]
+    assert service.append(late) == 1
+    window = service.read_window(T0, T0 + DAY)
+    assert window["request_id"].tolist() == ["late"] and window["a"].tolist() == [7.0]
+
+
 def test_many_feature_lists_share_one_schema_table(store_url):
     store = SqlSampleStore(store_url)
     rng = np.random.default_rng(0)
