@@ -257,14 +257,15 @@ def say_plans(config: ProjectConfig, say: Say, within: int = 12) -> None:
 # -- what each yearly window showed ------------------------------------------------------
 
 # The monitors of gates/demo.yaml the window table shows, by name.
-REFUSED, OUTPUTS, ESTIMATED, REALIZED = (
+REFUSED, RECEIVED, OUTPUTS, ESTIMATED, REALIZED = (
     "rejected-traffic",
+    "received-inputs-ks",
     "outputs-shift",
     "estimated-accuracy",
     "realized-accuracy",
 )
 WINDOW_HEADER = (
-    f"{'window':<22} {'rows':>4} {'refused':>7} {'outputs p':>9} {'est. acc':>8} "
+    f"{'window':<22} {'rows':>4} {'refused':>7} {'inputs p':>8} {'outputs p':>9} {'est. acc':>8} "
     f"{'real acc':>8} {'labels':>6}  breached"
 )
 
@@ -298,8 +299,9 @@ def window_lines(window: dict) -> list[str]:
         breached += " (no accepted samples)"
     row = (
         f"{span:<22} {window['rows']:>4} {shown(REFUSED, 'observed', '7.1%')} "
-        f"{shown(OUTPUTS, 'observed', '9.2g')} {shown(ESTIMATED, 'estimate', '8.3f')} "
-        f"{shown(REALIZED, 'realized', '8.3f')} {shown(REALIZED, 'labels', '6d')}  {breached}"
+        f"{shown(RECEIVED, 'observed', '8.2g')} {shown(OUTPUTS, 'observed', '9.2g')} "
+        f"{shown(ESTIMATED, 'estimate', '8.3f')} {shown(REALIZED, 'realized', '8.3f')} "
+        f"{shown(REALIZED, 'labels', '6d')}  {breached}"
     )
     actions = [f"{'':<24}-> {a['detail'][:150]}" for a in window["actions"] if a["changed"]]
     return [row, *actions]

@@ -3,7 +3,15 @@ the drift-check flow's summary, with missing values said as such (never a blank)
 
 from __future__ import annotations
 
-from driftgate.jobs.demo import ESTIMATED, OUTPUTS, REALIZED, REFUSED, WINDOW_HEADER, window_lines
+from driftgate.jobs.demo import (
+    ESTIMATED,
+    OUTPUTS,
+    REALIZED,
+    RECEIVED,
+    REFUSED,
+    WINDOW_HEADER,
+    window_lines,
+)
 
 
 def summary(**monitors) -> dict:
@@ -24,6 +32,7 @@ def test_a_window_row_shows_refusals_outputs_estimate_and_realized_accuracy():
     window = summary(
         **{
             REFUSED: {"observed": 0.6986},
+            RECEIVED: {"observed": 3.1e-9},
             OUTPUTS: {"observed": 0.00012},
             ESTIMATED: {"observed": 0.7247, "details": {"estimate": 0.7247}},
             REALIZED: {"realized": 0.4091, "labels": 110},
@@ -31,7 +40,7 @@ def test_a_window_row_shows_refusals_outputs_estimate_and_realized_accuracy():
     )
     row, action = window_lines(window)
     assert row.split() == [
-        "1982-05-18..1983-05-18", "110", "69.9%", "0.00012", "0.725", "0.409", "110",
+        "1982-05-18..1983-05-18", "110", "69.9%", "3.1e-09", "0.00012", "0.725", "0.409", "110",
         "realized-accuracy",
     ]  # fmt: skip
     assert action.strip() == "-> started retrain rt-1: candidate v2 promoted to champion"
@@ -43,7 +52,7 @@ def test_missing_results_are_dashes_and_an_empty_window_says_so():
     window = summary(**{REALIZED: {"realized": None, "labels": 0, "status": "insufficient_data"}})
     window.update(rows=0, breached=[], insufficient_data=[REALIZED], actions=[])
     (row,) = window_lines(window)
-    assert row.split()[1:7] == ["0", "-", "-", "-", "-", "0"]
+    assert row.split()[1:8] == ["0", "-", "-", "-", "-", "-", "0"]
     assert "(insufficient data: realized-accuracy)" in row and "(no accepted samples)" in row
 
 

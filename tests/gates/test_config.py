@@ -69,12 +69,13 @@ def test_bad_gate_config_names_file_and_key(tmp_path, text, message):
 def test_the_demo_monitors_start_with_the_field_example_of_gates_yaml_unchanged():
     """``gates/demo.yaml`` repeats the two monitors of ``gates.yaml`` (a gate file holds
     its monitors whole); the copy must not drift from the original."""
-    from driftgate.jobs.demo import ESTIMATED, OUTPUTS, REALIZED, REFUSED
+    from driftgate.jobs.demo import ESTIMATED, OUTPUTS, REALIZED, RECEIVED, REFUSED
 
     field_example = load_gate_config().monitors
     demo = load_gate_config(default_gates_path().with_name("demo.yaml")).monitors
     assert demo[: len(field_example)] == field_example
     by_name = {m.name: m for m in demo}
-    assert {REFUSED, OUTPUTS, ESTIMATED, REALIZED} <= by_name.keys()  # the demo's table
+    assert {REFUSED, RECEIVED, OUTPUTS, ESTIMATED, REALIZED} <= by_name.keys()  # the demo's table
+    assert by_name[RECEIVED].population == "all"
     assert by_name[REALIZED].action == "retrain"
     assert by_name[REALIZED].retrain.cooldown_length.days == 30
