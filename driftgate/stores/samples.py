@@ -1062,27 +1062,26 @@ class SqlSampleStore:
         given = [(_to_us(a), _to_us(b)) for a, b in protected]
         result = PurgeResult(cutoff=cutoff)
         if self.partitioned:
-            with write_transaction(self.engine) as connection:
-                ranges = given + self._active_leases(connection)
-                for name, low, high in self._partition_bounds(connection):
-                    if high > cutoff_us:
-                        continue
-                    if _overlaps(low, high, ranges):
-                        result.kept_partitions.append(name)
-                        continue
-                    # Dropping a partition locks its parent exclusively: behind a long
-                    # read it would queue every insert of the service. Wait briefly;
-                    # a partition that is busy now goes in a later pass.
-                    try:
-                        with connection.begin_nested():
-                            connection.exec_driver_sql(
-                                f"SET LOCAL lock_timeout = {DROP_LOCK_WAIT_MS}"
-                            )
-                            connection.exec_driver_sql(f'DROP TABLE "{name}"')
-                    except OperationalError:
-                        result.busy_partitions.append(name)
-                        continue
-                    result.dropped_partitions.append(name)
+            with self.engine.connect() as connection:
+                old = [b for b in self._partition_bounds(connection) if b[2] <= cutoff_us]
+            for name, low, high in old:
+                # One transaction per partition: a drop holds its parent's exclusive
+                # lock until the commit, so the service's inserts wait for one drop, not
+                # for the whole pass. The leases are read (and locked) in the same
+                # transaction: a reader cannot lease a day between the check and the drop.
+                try:
+                    with write_transaction(self.engine) as connection:
+                        if _overlaps(low, high, given + self._active_leases(connection)):
+                            result.kept_partitions.append(name)
+                            continue
+                        # Behind a long read the drop would queue every insert of the
+                        # service: wait briefly; a partition busy now goes in a later pass.
+                        connection.exec_driver_sql(f"SET LOCAL lock_timeout = {DROP_LOCK_WAIT_MS}")
+                        connection.exec_driver_sql(f'DROP TABLE IF EXISTS "{name}"')
+                except OperationalError:
+                    result.busy_partitions.append(name)
+                    continue
+                result.dropped_partitions.append(name)
             self._partitions.clear()
         else:
             deleted = 0
