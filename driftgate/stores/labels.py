@@ -44,7 +44,7 @@ from driftgate.stores._sql import (
     redact,
     write_transaction,
 )
-from driftgate.stores.samples import SAMPLES_TABLE, _to_us
+from driftgate.stores.samples import PURGE_BATCH_ROWS, SAMPLES_TABLE, _to_us
 
 LABELS_TABLE = "driftgate_labels"
 # Keys looked up per statement: far below every database's bound-parameter limit.
@@ -253,17 +253,27 @@ class LabelStore:
         return frame.astype({"prediction": float, "value": float, "predicted_class": "int64"})
 
     # -- retention ---------------------------------------------------------------------
-    def purge(self, cutoff: object) -> int:
+    def purge(self, cutoff: object, *, batch_rows: int = PURGE_BATCH_ROWS) -> int:
         """Remove labels older than ``cutoff`` (their sample's event time) whose sample
-        is gone; returns how many went."""
+        is gone, in transactions of ``batch_rows`` (SQLite's write lock, which the
+        service's writer needs, is never held for the whole purge); returns how many went."""
         cutoff_us = _to_us(cutoff)
         sql = text(
-            f"DELETE FROM {LABELS_TABLE} WHERE ts_us < :cutoff AND NOT EXISTS ("
-            f"SELECT 1 FROM {self._samples} s WHERE s.request_id = {LABELS_TABLE}.request_id "
-            f"AND s.record_index = {LABELS_TABLE}.record_index)"
+            f"DELETE FROM {LABELS_TABLE} WHERE (request_id, record_index) IN ("
+            f"SELECT l.request_id, l.record_index FROM {LABELS_TABLE} l "
+            f"WHERE l.ts_us < :cutoff AND NOT EXISTS (SELECT 1 FROM {self._samples} s "
+            "WHERE s.request_id = l.request_id AND s.record_index = l.record_index) "
+            "LIMIT :rows)"
         )
-        with write_transaction(self.engine) as connection:
-            return int(connection.execute(sql, {"cutoff": cutoff_us}).rowcount)
+        deleted = 0
+        while True:
+            with write_transaction(self.engine) as connection:
+                count = int(
+                    connection.execute(sql, {"cutoff": cutoff_us, "rows": batch_rows}).rowcount
+                )
+            deleted += count
+            if count < batch_rows:
+                return deleted
 
     def ping(self) -> None:
         with self.engine.connect() as connection:

@@ -92,7 +92,7 @@ def test_retention_removes_labels_whose_sample_went(store_url):
     _samples(store_url)
     labels = LabelStore(store_url)
     try:
-        labels.write([_row(labels, f"r{d}", 0, "1") for d in range(4)], now_us=1)
+        labels.write([_row(labels, f"r{d}", i, "1") for d in range(4) for i in (0, 1)], now_us=1)
         cutoff = T0 + timedelta(days=2)
         samples = SqlSampleStore(store_url)
         try:
@@ -100,9 +100,10 @@ def test_retention_removes_labels_whose_sample_went(store_url):
             samples.purge(cutoff, protected=[(T0, T0 + timedelta(hours=1))])
         finally:
             samples.close()
-        assert labels.purge(cutoff) == 1  # r1's label; r0 keeps its sample and label
-        remaining = labels.labels_of([(f"r{d}", 0) for d in range(4)])
-        assert set(remaining) == {("r0", 0), ("r2", 0), ("r3", 0)}
+        # r1's two labels, one a transaction; r0 keeps its samples and labels.
+        assert labels.purge(cutoff, batch_rows=1) == 2
+        remaining = labels.labels_of([(f"r{d}", i) for d in range(4) for i in (0, 1)])
+        assert set(remaining) == {(f"r{d}", i) for d in (0, 2, 3) for i in (0, 1)}
         assert labels.purge(cutoff) == 0
     finally:
         labels.close()
