@@ -1,5 +1,5 @@
-"""``POST /feedback`` through real HTTP, a real MLflow store and real stores (SQLite, and
-PostgreSQL at the end): the fuzz list of issue 16 with its 4xx answers, idempotence,
+"""``POST /feedback`` through real HTTP, a real MLflow store and real stores (every test
+on SQLite and on PostgreSQL): the fuzz list of issue 16 with its 4xx answers, idempotence,
 labels before their request, the horizon, the token, and a restart."""
 
 from __future__ import annotations
@@ -18,13 +18,19 @@ from tests.driftgate.stores.conftest import _postgres_database
 from tests.serving.conftest import ThreadedService, admin_headers, records_of
 
 
-@pytest.fixture(scope="module")
-def stores(tmp_path_factory):
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def stores(request, tmp_path_factory):
+    """Samples and labels on each back end (the whole module runs on both)."""
     folder = tmp_path_factory.mktemp("feedback-stores")
-    return {
-        "sample_store_url": f"sqlite:///{folder / 'samples.db'}",
-        "control_store_url": f"sqlite:///{folder / 'control.db'}",
-    }
+    control = f"sqlite:///{folder / 'control.db'}"
+    if request.param == "sqlite":
+        yield {
+            "sample_store_url": f"sqlite:///{folder / 'samples.db'}",
+            "control_store_url": control,
+        }
+    else:
+        for url in _postgres_database():
+            yield {"sample_store_url": url, "control_store_url": control}
 
 
 @pytest.fixture(scope="module")
@@ -245,26 +251,6 @@ def test_corrections_replace_a_label_when_allowed(registered, settings):
         assert fixed.status_code == 200 and fixed.json()["corrected"] == 1
         again = send(running, [{"request_id": "fb-correct", "record_index": 0, "label": 0}])
         assert again.json()["duplicates"] == 1
-
-
-def test_feedback_on_postgresql(registered, tmp_path):
-    for url in _postgres_database():
-        settings = ServingSettings(
-            sample_store_url=url, control_store_url=f"sqlite:///{tmp_path / 'control.db'}"
-        )
-        with ThreadedService(registered.config, settings) as running:
-            predict(running, registered, "pg-fb", records=2)
-            labels = [{"request_id": "pg-fb", "record_index": i, "label": i} for i in range(2)]
-            assert send(running, labels).json()["accepted"] == 2
-            assert send(running, labels).json()["duplicates"] == 2
-            assert send(running, [{**labels[0], "label": 1}]).status_code == 409
-            assert send(running, [{**labels[0], "request_id": "pg-none"}]).status_code == 404
-        store = LabelStore(url)
-        try:
-            now = datetime.now(UTC)
-            assert store.count(now - timedelta(hours=1), now + timedelta(hours=1)) == 2
-        finally:
-            store.close()
 
 
 # -- fuzzing ----------------------------------------------------------------------------
