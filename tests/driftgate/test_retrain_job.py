@@ -330,3 +330,43 @@ def test_a_breach_within_the_cooldown_links_the_last_retrain_and_trains_nothing(
     cooled = f"no new retrain (retrain.cooldown 30d after the last one ended): retrain {last.id}"
     assert cooled in taken.detail, taken.detail
     assert versions(retraining) == before  # nothing trained
+
+
+def test_a_retrain_fired_twice_for_one_breach_on_postgresql_starts_one_run(retraining, tmp_path):
+    """The same breach judged twice with samples, reviews, the action ledger and the
+    retrain store on PostgreSQL: one retrain, one new version, the review linking it."""
+    from tests.driftgate.stores.conftest import _postgres_database
+
+    client = retraining["client"]
+    for url in _postgres_database():
+        config = retraining["config"].model_copy(deep=True)
+        config.model = config.model.model_copy(update={"name": "rainfall-retrain-pg"})
+        config.serving = config.serving.model_copy(
+            update={"sample_store_url": url, "control_store_url": url}
+        )
+        config.home = str(tmp_path / "home")
+        champion = run_training(config, on_epoch=None).registered.version
+        client.set_registered_model_alias(config.model.name, registry.CHAMPION_ALIAS, champion)
+        store = SqlSampleStore(url)
+        assert store.partitioned  # the server-grade layout
+        write_window(store, retraining["late"].iloc[:800], retraining["features"], DRIFT_1,
+                     champion)  # fmt: skip
+        store.close()
+        name = config.model.name
+        before = {str(v.version) for v in client.search_model_versions(f"name='{name}'")}
+        first = job.judge_window(config, retraining["gates"], *DRIFT_1)
+        again = job.judge_window(config, retraining["gates"], *DRIFT_1)
+        assert first.breached == ["mean-shift-kl"] == again.breached
+        (taken,) = first.actions
+        assert taken.changed and "started retrain" in taken.detail, taken.detail
+        after = {str(v.version) for v in client.search_model_versions(f"name='{name}'")}
+        (candidate,) = after - before  # one training run for the breach
+        (retrain,) = retrains(config)
+        assert retrain.status == DONE and retrain.candidate_version == candidate
+        if retrain.promoted:
+            assert "no new retrain: " + retrain.outcome in again.actions[0].detail
+        else:
+            assert again.actions[0].changed is False
+            assert "already taken" in again.actions[0].detail
+        (review,) = [r for r in reviews(config) if r.id == taken.review_id]
+        assert f"retrain:{retrain.id}" in review.evidence and retrain.gate_report in review.evidence
