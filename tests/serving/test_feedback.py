@@ -355,3 +355,37 @@ def test_a_label_of_a_request_the_service_did_not_log_is_counted_unsampled(regis
             send(running, [{"request_id": logged, "record_index": 0, "label": 1}]).status_code
             == 404
         )
+
+
+def test_the_service_samples_accepted_and_refused_requests_by_id_and_records_the_fraction(
+    registered, settings
+):
+    """serving.sample_fraction 0.5 over HTTP: a request whose id hashes out is answered
+    and neither its records nor its refusal are stored; a kept one is stored with its
+    fraction, so the window stands for twice its rows."""
+    from driftgate.stores.samples import is_sampled
+
+    half = settings.model_copy(update={"sample_fraction": 0.5})
+    kept = [f"fr-keep-{i}" for i in range(40) if is_sampled(f"fr-keep-{i}", 0.5)][:2]
+    dropped = [f"fr-drop-{i}" for i in range(40) if not is_sampled(f"fr-drop-{i}", 0.5)][:2]
+    bad = {**records_of(registered.rows, 0, 1)[0], "sea_level_pressure": 5.0}  # out of range
+    start = datetime.now(UTC)
+    with ThreadedService(registered.config, half) as running:
+        assert predict(running, registered, kept[0], records=3)["sampled"] is True
+        assert predict(running, registered, dropped[0], records=3)["sampled"] is False
+        for request_id, stored in ((kept[1], True), (dropped[1], False)):
+            refused = running.client.post(
+                "/predict", json={"records": [bad]}, headers={"X-Request-ID": request_id}
+            )
+            assert refused.status_code == 422 and refused.json()["sample_stored"] is stored
+    store = SqlSampleStore(settings.sample_store_url)
+    try:
+        end = datetime.now(UTC) + timedelta(seconds=1)
+        window = store.read_window(start, end)
+        assert set(window["request_id"]) == {kept[0]}
+        stats = store.window_stats(start, end)
+        assert (stats.rows, stats.estimated_records) == (3, 6.0)
+        assert stats.min_fraction == stats.max_fraction == 0.5
+        assert set(store.read_rejected(start, end)["request_id"]) == {kept[1]}
+    finally:
+        store.close()
