@@ -232,6 +232,16 @@ def test_approval_required_in_process_gates_the_candidate_and_leaves_it_to_a_per
     (markdown,) = report.glob("*.md")
     line = next(x for x in markdown.read_text().splitlines() if "data_version" in x)
     assert "PASS" in line, line
+    # What the person approving reads in the Prefect form: the breach, the review's
+    # drift evidence, then the gate report.
+    from driftgate.jobs.retrain import approval_brief
+
+    brief = approval_brief(config, retrain.id, markdown.read_text())
+    review = next(r for r in reviews(config) if r.id == retrain.review_id)
+    assert f"Monitor `mean-shift-kl` breached on {retrain.window[0]}" in brief
+    assert f"Review `{review.id}`: kl" in brief
+    assert all(f"- {item}" in brief for item in review.evidence)
+    assert brief.index("Drift evidence:") < brief.index(line)  # the gate report follows
 
 
 def cli_project(retraining, folder: Path) -> Path:
