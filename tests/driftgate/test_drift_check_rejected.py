@@ -2,7 +2,9 @@
 are replayed over real HTTP into a real service; from 1981 the contract refuses
 sea-level pressures out of its range (6.8% of 1981's days, 0% in 1978), and the
 ``rejected_share`` monitors fire on 1981 and stay quiet on 1978 — on SQLite and
-PostgreSQL. Drift on ``population: all`` sees the refused values too."""
+PostgreSQL. Drift on ``population: all`` sees the refused values too. A paused month
+of 1983 is answered 503: ``error_share`` fires on it, as does a ``latency_p95`` rule
+no real request can meet."""
 
 from __future__ import annotations
 
@@ -18,10 +20,12 @@ from driftgate.jobs import drift_check as job
 from driftgate.monitors.rules import Monitor
 from tests.conftest import mlflow_client
 from tests.driftgate.stores.conftest import _postgres_database
-from tests.serving.conftest import ThreadedService
+from tests.serving.conftest import ThreadedService, admin_headers, wait_for
 
 CALM = ("1978-01-01", "1979-01-01")
 SHIFTED = ("1981-01-01", "1982-01-01")
+OUTAGE = ("1983-01-01", "1983-02-01")  # paused for most of its requests
+PAUSED_REQUESTS, SERVED_REQUESTS = 40, 20
 YEARLY = {"schedule": "0 0 1 1 *", "window": "365d", "action": "open_review"}
 
 
@@ -41,8 +45,10 @@ MONITORS = [
 ]
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def replayed(request, trained_model, tmp_path):
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def replayed(request, trained_model, tmp_path_factory):
+    """One replay per back end, shared by the module's tests (they only read it)."""
+    tmp_path = tmp_path_factory.mktemp(f"replay-{request.param}")
     if request.param == "sqlite":
         sample_url = f"sqlite:///{tmp_path / 'samples.db'}"
         yield from _replay(trained_model, tmp_path, sample_url)
@@ -80,7 +86,33 @@ def _replay(trained_model, tmp_path, sample_url):
                     json={"timestamp": row["date"].isoformat() + "Z", "records": [record]},
                 )
                 statuses[answer.status_code] = statuses.get(answer.status_code, 0) + 1
+        _outage(service, data, statuses)
     yield config, statuses, data
+
+
+def _outage(service, data, statuses) -> None:
+    """OUTAGE over HTTP: PAUSED_REQUESTS answered 503 while paused, then SERVED_REQUESTS
+    once resumed (the probes that wait for the switch are counted too)."""
+    client = service.client
+    record = {f: float(data.splits.train[f].median()) for f in data.features}
+
+    def post(day: int) -> int:
+        body = {"timestamp": f"1983-01-{day:02d}T12:00:00Z", "records": [record]}
+        status = client.post("/predict", json=body).status_code
+        statuses[("outage", status)] = statuses.get(("outage", status), 0) + 1
+        return status
+
+    headers = admin_headers()
+    assert client.post("/admin/pause", json={"reason": "drill"}, headers=headers).status_code == 200
+    wait_for(lambda: post(1) == 503, what="the pause")
+    for i in range(PAUSED_REQUESTS):
+        assert post(2 + i % 20) == 503
+    assert (
+        client.post("/admin/resume", json={"reason": "drill"}, headers=headers).status_code == 200
+    )
+    wait_for(lambda: post(25) == 200, what="the resume")
+    for _ in range(SERVED_REQUESTS):
+        assert post(26) == 200
 
 
 def test_rejected_share_fires_where_the_contract_refuses_the_shifted_pressure(replayed):
@@ -113,3 +145,19 @@ def test_rejected_share_fires_where_the_contract_refuses_the_shifted_pressure(re
         assert by_name[name].observed == pytest.approx(expected, rel=1e-6), name
     assert {"rejected", "rejected-pressure", "rejected-range"} <= set(shifted.breached)
     assert [a.monitor for a in shifted.actions if a.action == "open_review"]
+
+
+def test_error_share_and_latency_fire_on_a_paused_month_served_over_http(replayed):
+    config, statuses, _ = replayed
+    errors = statuses[("outage", 503)]
+    requests = errors + statuses[("outage", 200)]
+    assert errors >= PAUSED_REQUESTS and requests >= PAUSED_REQUESTS + SERVED_REQUESTS
+    strict = monitor("latency-strict", "latency_p95", 1e-6)  # no request is that fast
+    rules = [monitor("errors", "error_share", 0.01), monitor("latency", "latency_p95", 2.0), strict]
+    outage = job.judge_window(config, load_gate_config(), *OUTAGE, monitors=rules)
+    by_name = {r.monitor: r for r in outage.results}
+    # Every request of the month is in the requests log (stored with the samples).
+    assert by_name["errors"].observed == pytest.approx(errors / requests)
+    assert by_name["errors"].breached and by_name["errors"].p_value < by_name["errors"].level
+    assert by_name["latency-strict"].breached and not by_name["latency"].breached
+    assert set(outage.breached) == {"errors", "latency-strict"}
