@@ -25,7 +25,7 @@ import contextlib
 import os
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -158,6 +158,21 @@ def write_transaction(engine: Engine, busy_timeout_ms: int | None = None) -> Ite
         finally:
             if sqlite and busy_timeout_ms is not None:  # pooled: restore the default
                 _set_busy_timeout(connection, SQLITE_BUSY_TIMEOUT_MS)
+
+
+def delete_in_batches(
+    engine: Engine, delete_batch: Callable[[Connection], int], batch_rows: int
+) -> int:
+    """Call ``delete_batch`` (which deletes at most ``batch_rows`` rows and returns how
+    many) in write transactions of its own until a batch comes back short; the total.
+    Short transactions: a writer waiting for the lock waits for one batch, not the purge."""
+    deleted = 0
+    while True:
+        with write_transaction(engine) as connection:
+            count = int(delete_batch(connection))
+        deleted += count
+        if count < batch_rows:
+            return deleted
 
 
 def _set_busy_timeout(connection: Connection, milliseconds: int) -> None:

@@ -41,6 +41,7 @@ from driftgate.stores._sql import (
     StoreError,
     create_store_engine,
     create_tables,
+    delete_in_batches,
     redact,
     write_transaction,
 )
@@ -265,15 +266,10 @@ class LabelStore:
             "WHERE s.request_id = l.request_id AND s.record_index = l.record_index) "
             "LIMIT :rows)"
         )
-        deleted = 0
-        while True:
-            with write_transaction(self.engine) as connection:
-                count = int(
-                    connection.execute(sql, {"cutoff": cutoff_us, "rows": batch_rows}).rowcount
-                )
-            deleted += count
-            if count < batch_rows:
-                return deleted
+        parameters = {"cutoff": cutoff_us, "rows": batch_rows}
+        return delete_in_batches(
+            self.engine, lambda connection: connection.execute(sql, parameters).rowcount, batch_rows
+        )
 
     def ping(self) -> None:
         with self.engine.connect() as connection:

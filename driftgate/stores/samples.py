@@ -73,6 +73,7 @@ from driftgate.stores._sql import (
     StoreReplaced,
     create_store_engine,
     create_tables,
+    delete_in_batches,
     ensure_store_id,
     identity_problem,
     is_sql_url,
@@ -1084,14 +1085,13 @@ class SqlSampleStore:
                 result.dropped_partitions.append(name)
             self._partitions.clear()
         else:
-            deleted = 0
-            while True:
-                with write_transaction(self.engine) as connection:
-                    ranges = given + self._active_leases(connection)
-                    count = self._delete_batch(connection, cutoff_us, ranges, batch_rows)
-                deleted += count
-                if count < batch_rows:
-                    break
+            deleted = delete_in_batches(
+                self.engine,
+                lambda connection: self._delete_batch(
+                    connection, cutoff_us, given + self._active_leases(connection), batch_rows
+                ),
+                batch_rows,
+            )
             result = PurgeResult(cutoff=cutoff, deleted_rows=deleted)
         result = dataclasses.replace(
             result, traffic_deleted_rows=_purge_traffic(self, cutoff_us, given, batch_rows)
@@ -1576,27 +1576,29 @@ def _purge_traffic(
     """Retention for the rejected records, overflow counts and requests log: rows older
     than the cutoff outside the protected ranges, in short transactions. (Not
     partitioned: their volume is bounded by the cap and by the request rate.)"""
-    deleted = 0
-    for table, key in (
-        (rejected_table, "id"),
-        (requests_table, "id"),
-        (rejected_overflow_table, "minute_us"),
-    ):
-        while True:
-            with write_transaction(store.engine) as connection:
-                ranges_now = ranges + store._active_leases(connection)
-                time_column = table.c.minute_us if key == "minute_us" else table.c.ts_us
-                chosen = select(table.c[key]).where(time_column < cutoff_us)
-                for low, high in ranges_now:
-                    chosen = chosen.where((time_column < low) | (time_column >= high))
-                statement = table.delete().where(
-                    table.c[key].in_(chosen.limit(batch_rows).scalar_subquery())
-                )
-                count = connection.execute(statement).rowcount
-            deleted += count
-            if count < batch_rows:
-                break
-    return deleted
+
+    def batch_of(table, key: str):
+        time_column = table.c.minute_us if key == "minute_us" else table.c.ts_us
+
+        def delete_batch(connection: Connection) -> int:
+            chosen = select(table.c[key]).where(time_column < cutoff_us)
+            for low, high in ranges + store._active_leases(connection):
+                chosen = chosen.where((time_column < low) | (time_column >= high))
+            statement = table.delete().where(
+                table.c[key].in_(chosen.limit(batch_rows).scalar_subquery())
+            )
+            return connection.execute(statement).rowcount
+
+        return delete_batch
+
+    return sum(
+        delete_in_batches(store.engine, batch_of(table, key), batch_rows)
+        for table, key in (
+            (rejected_table, "id"),
+            (requests_table, "id"),
+            (rejected_overflow_table, "minute_us"),
+        )
+    )
 
 
 def minute_of(moment: object) -> int:
