@@ -103,8 +103,8 @@ def accepted_records(frame, data):
     return frame[inside]
 
 
-def versions(retraining) -> list[str]:
-    name = retraining["config"].model.name
+def versions(retraining, name: str | None = None) -> list[str]:
+    name = name or retraining["config"].model.name
     found = retraining["client"].search_model_versions(f"name='{name}'")
     return sorted(str(v.version) for v in found)
 
@@ -362,15 +362,13 @@ def test_a_retrain_fired_twice_for_one_breach_on_postgresql_starts_one_run(retra
         write_window(store, retraining["late"].iloc[:800], retraining["features"], DRIFT_1,
                      champion)  # fmt: skip
         store.close()
-        name = config.model.name
-        before = {str(v.version) for v in client.search_model_versions(f"name='{name}'")}
+        before = versions(retraining, config.model.name)
         first = job.judge_window(config, retraining["gates"], *DRIFT_1)
         again = job.judge_window(config, retraining["gates"], *DRIFT_1)
         assert first.breached == ["mean-shift-kl"] == again.breached
         (taken,) = first.actions
         assert taken.changed and "started retrain" in taken.detail, taken.detail
-        after = {str(v.version) for v in client.search_model_versions(f"name='{name}'")}
-        (candidate,) = after - before  # one training run for the breach
+        (candidate,) = set(versions(retraining, config.model.name)) - set(before)  # one run
         (retrain,) = retrains(config)
         assert retrain.status == DONE and retrain.candidate_version == candidate
         if retrain.promoted:
