@@ -198,3 +198,52 @@ def sklearn_loader(marker: Path) -> Callable[[Path], None]:
         edit_mlmodel(folder, hostile)
 
     return edit
+
+
+# -- code in torch.export's graph JSON -----------------------------------------------------
+
+GRAPH = "model/models/model.json"  # the graph member inside data/model.pt2
+
+
+def _python_payload(marker: Path) -> str:
+    """A Python expression that writes the marker (and is truthy)."""
+    return f"__import__('pathlib').Path({str(marker)!r}).write_text('payload ran')"
+
+
+def edit_graph(edit: Callable[[dict], None]) -> Callable[[Path], None]:
+    """An edit of a model folder that rewrites the pt2's graph JSON with ``edit``."""
+    import json
+
+    def edit_members(members: dict[str, bytes]) -> None:
+        graph = json.loads(members[GRAPH])
+        edit(graph)
+        members[GRAPH] = json.dumps(graph).encode()
+
+    return lambda folder: edit_pt2(folder, edit_members)
+
+
+def guards_code_payload(marker: Path) -> Callable[[Path], None]:
+    """``guards_code`` is compiled into the unlifted module and runs on every call."""
+    return edit_graph(lambda graph: graph.update(guards_code=[f"{_python_payload(marker)}"]))
+
+
+def expr_str_payload(marker: Path) -> Callable[[Path], None]:
+    """A symbolic size whose ``expr_str`` sympy evaluates while the archive loads."""
+
+    def edit(graph: dict) -> None:
+        for tensor in graph["graph_module"]["graph"]["tensor_values"].values():
+            for size in tensor["sizes"]:
+                if "as_expr" in size:
+                    symbol = size["as_expr"]["expr_str"]
+                    size["as_expr"]["expr_str"] = f"{symbol}+0*len({_python_payload(marker)}*0)"
+                    return
+        raise AssertionError("the genuine graph has no symbolic size to edit")
+
+    return edit_graph(edit)
+
+
+def node_target(target: str) -> Callable[[Path], None]:
+    """The first node calls ``target`` (resolved by getattr from torch/math/operator)."""
+    return edit_graph(
+        lambda graph: graph["graph_module"]["graph"]["nodes"][0].update(target=target)
+    )

@@ -222,8 +222,9 @@ def test_the_onnx_rules_refuse_custom_operators_escaping_data_and_mixed_flavours
 
     custom = modelguard.inspect_model_folder(_saved_onnx(tmp_path / "custom", "com.evil"))
     assert [str(f) for f in custom] == [
-        "model.onnx: operator domain 'com.evil' is not standard ONNX (custom operators load "
-        "native code)"
+        "model.onnx: graph: operator com.evil::Sigmoid is not standard ONNX nor a function the "
+        "model defines (custom operators load native code)",
+        "model.onnx: opset import of domain 'com.evil' (not standard ONNX)",
     ]
 
     escape = _saved_onnx(tmp_path / "escape", weights=600)
@@ -273,3 +274,107 @@ def test_a_second_version_is_gated_against_an_adopted_champion(adopted):
     # scored against the champion on the same rows (it failed: no weights folder to read)
     [versus] = [c for c in result.checks if c.name == "test_roc_auc_vs_champion_abs"]
     assert " vs " in versus.observed, versus
+
+
+# -- the ONNX allow-list's gaps (issue 28, 11) ---------------------------------------------
+
+
+def _rewrite(folder, edit):
+    import onnx
+
+    proto = onnx.load(str(folder / "model.onnx"), load_external_data=False)
+    edit(proto)
+    (folder / "model.onnx").write_bytes(proto.SerializeToString())
+    return folder
+
+
+def _escaping_sparse(tensor_name: str):
+    """A sparse tensor whose values are external data at ``../outside.data``."""
+    from onnx import TensorProto, helper
+
+    values = helper.make_tensor(f"{tensor_name}_values", TensorProto.FLOAT, [1], [0.0])
+    values.ClearField("float_data")
+    values.data_location = TensorProto.EXTERNAL
+    values.external_data.add(key="location", value="../outside.data")
+    indices = helper.make_tensor(f"{tensor_name}_indices", TensorProto.INT64, [1], [0])
+    return helper.make_sparse_tensor(values, indices, [4])
+
+
+def test_external_data_in_a_sparse_initializer_or_attribute_is_checked(tmp_path):
+    """Failed before: only dense initializers and tensor attributes were walked, so a
+    ``../`` path inside a sparse tensor passed (onnxruntime itself refused that one)."""
+    from onnx import helper
+
+    from driftgate import modelguard
+
+    initializer = _rewrite(
+        _saved_onnx(tmp_path / "sparse-init"),
+        lambda proto: proto.graph.sparse_initializer.append(_escaping_sparse("s")),
+    )
+    assert [str(f) for f in modelguard.inspect_model_folder(initializer)] == [
+        "model.onnx: graph sparse initializer: tensor 's_values': external data "
+        "'../outside.data' is not a plain file of the model's folder"
+    ]
+
+    def sparse_constant(proto):
+        node = helper.make_node("Constant", [], ["c"], sparse_value=_escaping_sparse("a"))
+        proto.graph.node.insert(0, node)
+
+    attribute = _rewrite(_saved_onnx(tmp_path / "sparse-attr"), sparse_constant)
+    (finding,) = modelguard.inspect_model_folder(attribute)
+    assert "Constant.sparse_value: tensor 'a_values': external data '../outside.data'" in str(
+        finding
+    )
+
+
+def test_a_dummy_local_function_does_not_admit_its_domains_operators(tmp_path):
+    """Failed before: any domain some local function was declared in was admitted, so a
+    dummy ``com.microsoft`` function let every ``com.microsoft`` operator through."""
+    from onnx import helper
+
+    from driftgate import modelguard
+
+    def dummy_function_and_contrib_node(proto):
+        dummy = helper.make_function(
+            "com.microsoft", "Dummy", ["a"], ["b"], [helper.make_node("Identity", ["a"], ["b"])],
+            [helper.make_opsetid("", 20)],
+        )  # fmt: skip
+        proto.functions.append(dummy)
+        proto.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+        proto.graph.node[1].domain = "com.microsoft"  # Sigmoid -> com.microsoft::Sigmoid
+
+    folder = _rewrite(_saved_onnx(tmp_path / "dummy"), dummy_function_and_contrib_node)
+    assert {str(f) for f in modelguard.inspect_model_folder(folder)} == {
+        "model.onnx: function com.microsoft::Dummy: declared in a domain onnxruntime "
+        "implements natively",
+        "model.onnx: graph: operator com.microsoft::Sigmoid is not standard ONNX nor a function "
+        "the model defines (custom operators load native code)",
+    }
+
+
+def test_a_custom_operator_inside_a_subgraph_or_function_body_is_refused(tmp_path):
+    """Nodes of ``If`` branches and of local function bodies are held to the same rule."""
+    from onnx import TensorProto, helper
+
+    from driftgate import modelguard
+
+    def nested(proto):
+        branch = helper.make_graph(
+            [helper.make_node("Relu", ["z"], ["r"], domain="com.evil")], "branch", [],
+            [helper.make_tensor_value_info("r", TensorProto.FLOAT, None)],
+        )  # fmt: skip
+        body = helper.make_node("Custom", ["a"], ["b"], domain="com.evil")
+        proto.functions.append(
+            helper.make_function(
+                "local.fn", "Fn", ["a"], ["b"], [body], [helper.make_opsetid("com.evil", 1)]
+            )
+        )
+        proto.graph.node.append(
+            helper.make_node("If", ["flag"], ["out"], then_branch=branch, else_branch=branch)
+        )
+
+    folder = _rewrite(_saved_onnx(tmp_path / "nested"), nested)
+    reasons = sorted(str(f) for f in modelguard.inspect_model_folder(folder))
+    assert any("graph/If.then_branch: operator com.evil::Relu" in r for r in reasons), reasons
+    assert any("graph/If.else_branch: operator com.evil::Relu" in r for r in reasons), reasons
+    assert any("function local.fn::Fn: operator com.evil::Custom" in r for r in reasons), reasons

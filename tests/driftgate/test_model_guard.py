@@ -326,3 +326,46 @@ def test_a_pickle_hiding_its_import_behind_the_memo_is_refused(tmp_path):
     (weights / "state_dict.pt").write_bytes(hostile.zip_bytes({"archive/data.pkl": data}))
     (finding,) = modelguard.inspect_weights_folder(weights)
     assert finding.pickled and finding.file == "state_dict.pt!data.pkl", finding
+
+
+# -- code inside the pt2 graph (issue 28, 1) ---------------------------------------------------
+
+
+def control_runs_payload_on_predict(store, version: str, marker) -> None:
+    """MLflow, given the same files, runs the payload at load or on the first call."""
+    import mlflow
+
+    with contextlib.suppress(Exception):
+        model = mlflow.pyfunc.load_model(str(store["variants"].folders[version]))
+        model.predict(torch.zeros((2, 8)).numpy())
+    assert marker.read_text() == "payload ran", "the hostile variant is not hostile"
+
+
+@pytest.mark.parametrize(
+    "shape, reason",
+    [
+        (hostile.guards_code_payload, "$.guards_code: guards are code torch executes"),
+        (hostile.expr_str_payload, "as_expr.expr_str: character '+' at"),
+    ],
+    ids=["guards_code", "expr_str"],
+)
+def test_code_in_the_pt2_graph_is_refused_before_torch_reads_it(store, marker, shape, reason):
+    """Failed before: both variants passed the allow-list (the graph was only checked for
+    being JSON) and the payload ran at load (expr_str) or on every call (guards_code)."""
+    version = store["variants"].register(shape(marker))
+    error = refused(store, version)
+    assert not marker.exists(), "the payload ran"
+    assert "data/model.pt2!models/model.json: $." in str(error) and reason in str(error)
+    control_runs_payload_on_predict(store, version, marker)
+
+
+@pytest.mark.parametrize(
+    "target", ["torch.os.system", "builtins.exec", "#custom:ns.op", "torch.ops.higher_order.foo"]
+)
+def test_a_node_calling_anything_but_an_operator_is_refused(store, target):
+    """torch resolves a node's target by getattr from ``torch`` (``torch.os.system`` is
+    ``os.system``); its verifier refuses non-operators today, the allow-list does so
+    before torch is asked."""
+    error = refused(store, store["variants"].register(hostile.node_target(target)))
+    assert "graph.nodes[0].target: not an aten/prims operator or an allowed builtin" in str(error)
+    assert repr(target)[:40] in str(error)

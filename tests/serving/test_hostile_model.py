@@ -99,11 +99,22 @@ def test_a_hostile_champion_is_refused_and_the_old_one_keeps_serving(
     assert any(f"cannot load {MODEL} v{attack}" in m and "python_model" in m for m in logged)
 
 
+@pytest.mark.parametrize(
+    "shape, reason",
+    [
+        (hostile.cloudpickled_pyfunc, "loader_module: 'mlflow.pyfunc.model'"),
+        # Failed before (issue 28, 1): the guards ran on every /predict, the expression
+        # at load; the graph was only checked for being JSON.
+        (hostile.guards_code_payload, "models/model.json: $.guards_code: guards are code"),
+        (hostile.expr_str_payload, "as_expr.expr_str: character '+'"),
+    ],
+    ids=["cloudpickle", "pt2-guards_code", "pt2-expr_str"],
+)
 def test_a_service_started_on_a_hostile_champion_is_not_ready_and_says_why(
-    registered, variants, config, settings, tmp_path
+    registered, variants, config, settings, tmp_path, shape, reason
 ):
     marker = tmp_path / "payload-ran"
-    attack = variants.register(hostile.cloudpickled_pyfunc(marker))
+    attack = variants.register(shape(marker))
     variants.set_alias("champion", attack)
     records = records_of(registered.rows, 0, 3)
     with ThreadedService(config, settings) as service:
@@ -114,8 +125,8 @@ def test_a_service_started_on_a_hostile_champion_is_not_ready_and_says_why(
         )
         assert ready.status_code == 503
         (problem,) = [p for p in ready.json()["problems"] if "refusing" in p]
-        assert f"models:/{MODEL}/{attack}: refusing to load a pickled model" in problem
-        assert "loader_module: 'mlflow.pyfunc.model'" in problem
+        assert f"models:/{MODEL}/{attack}: refusing to load" in problem
+        assert reason in problem
         assert ready.json()["model_version"] is None
         assert service.client.post("/predict", json={"records": records}).status_code == 503
 

@@ -18,7 +18,9 @@ writes, checked against a real one logged with mlflow 3.17 and torch 2.13):
 - beside it only ``conda.yaml``, ``python_env.yaml``, ``requirements.txt``,
   ``registered_model_meta`` (YAML or text) and the input examples (JSON);
 - ``data/model.pt2``: a zip archive of exactly torch.export's members: short text
-  records, the graph as JSON, weights and constants as raw tensor bytes that their JSON
+  records, the graph as JSON in which every field torch evaluates or executes (symbolic
+  expressions, guards, operator names) is absent or inside the closed grammar of
+  :mod:`driftgate.modelguard.pt2_graph`, weights and constants as raw tensor bytes that their JSON
   configs mark ``use_pickle: false``, and sample inputs as a ``torch.save`` archive whose
   pickle names only tensor-rebuilding globals.
 
@@ -54,10 +56,13 @@ import json
 import pickletools
 import re
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+
+from driftgate.modelguard import onnx_graph, pt2_graph
 
 MLMODEL = "MLmodel"
 PT2_FILE = "data/model.pt2"
@@ -75,10 +80,6 @@ _ONNX_PROVIDERS = frozenset({"CPUExecutionProvider", "CUDAExecutionProvider"})
 _ONNX_SESSION_OPTIONS = frozenset(
     {"inter_op_num_threads", "intra_op_num_threads", "execution_mode", "graph_optimization_level"}
 )
-# Operator domains onnxruntime implements itself; any other needs a native library.
-_ONNX_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml"})
-# An external tensor's file: a plain name inside the model's folder.
-_EXTERNAL_FILE = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9_.\-]{0,200}")
 
 # Files beside MLmodel and how each must parse; all are read by MLflow as YAML, JSON or
 # text, never unpickled. Nothing else may be in the folder.
@@ -511,32 +512,13 @@ def _inspect_onnx(name: str, path: Path) -> tuple[list[Finding], set[str]]:
     if content := _content_findings(name, path):
         return content, set()
     import onnx
-    from onnx.external_data_helper import _get_all_tensors
 
     try:
         model = onnx.load_model(str(path), load_external_data=False)
     except Exception as exc:  # protobuf's DecodeError and friends
         return [Finding(name, f"not an ONNX model ({type(exc).__name__})")], set()
-    findings: list[Finding] = []
-    own = {function.domain for function in model.functions}
-    domains = {o.domain for o in model.opset_import} | {n.domain for n in model.graph.node}
-    for domain in sorted(domains - _ONNX_DOMAINS - own):
-        findings.append(
-            Finding(name, f"operator domain '{domain}' is not standard ONNX (custom operators "
-                    "load native code)")
-        )  # fmt: skip
-    external: set[str] = set()
-    for tensor in _get_all_tensors(model):
-        if tensor.data_location != onnx.TensorProto.EXTERNAL:
-            continue
-        location = {entry.key: entry.value for entry in tensor.external_data}.get("location", "")
-        if _EXTERNAL_FILE.fullmatch(location) and ".." not in location:
-            external.add(location)
-        else:
-            findings.append(
-                Finding(name, f"tensor {tensor.name!r}: external data {location!r} is not a "
-                        "plain file of the model's folder")
-            )  # fmt: skip
+    reasons, external = onnx_graph.model_findings(model)
+    findings = [Finding(name, reason) for reason in reasons]
     return findings, external
 
 
@@ -597,7 +579,9 @@ def _inspect_pt2_members(name: str, archive: zipfile.ZipFile) -> list[Finding]:
                 text = record.read(256).decode("ascii", errors="replace")
             if info.file_size > 256 or not _PT2_TEXT_RECORDS[member].fullmatch(text):
                 findings.append(Finding(where, f"unexpected content {text[:40]!r}"))
-        elif _PT2_GRAPH.fullmatch(member) or _PT2_PAYLOAD_CONFIG.fullmatch(member):
+        elif _PT2_GRAPH.fullmatch(member):
+            findings += _json_member(where, archive, info, pt2_graph.graph_findings)
+        elif _PT2_PAYLOAD_CONFIG.fullmatch(member):
             findings += _json_member(where, archive, info)
         elif _PT2_SAMPLE_INPUTS.fullmatch(member):
             findings += _inspect_torch_save(where, archive.read(info))
@@ -636,14 +620,22 @@ def _payload_config(data: bytes, kind: str) -> tuple[list[str], set[str]]:
     return reasons, raw
 
 
-def _json_member(where: str, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> list[Finding]:
+def _json_member(
+    where: str,
+    archive: zipfile.ZipFile,
+    info: zipfile.ZipInfo,
+    content_findings: Callable[[object], list[str]] | None = None,
+) -> list[Finding]:
+    """A JSON member of an archive; ``content_findings`` judges what it parsed to."""
     if info.file_size > MAX_TEXT_BYTES:
         return [Finding(where, f"{info.file_size} bytes: too large for JSON")]
     try:
-        json.loads(archive.read(info).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+        document = json.loads(archive.read(info).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         return [Finding(where, f"not JSON ({type(exc).__name__})")]
-    return []
+    if content_findings is None:
+        return []
+    return [Finding(where, reason) for reason in content_findings(document)]
 
 
 def _inspect_torch_save(where: str, data: bytes) -> list[Finding]:
