@@ -52,7 +52,7 @@ from driftgate.monitors.rules import Firing, Monitor, MonitorResult, apply_hyste
 from driftgate.stores._sql import TableStore, write_transaction
 
 # One conversion of window times to stored microseconds, shared with the reviews.
-from driftgate.stores.reviews import _iso, _us
+from driftgate.stores._time import iso_of_us, to_us
 
 MONITOR_STATE_TABLE = "driftgate_monitor_state"
 MONITOR_ACTIONS_TABLE = "driftgate_monitor_actions"
@@ -136,7 +136,7 @@ class MonitorStateStore(TableStore):
             )
         )
         with self.engine.connect() as connection:
-            return _iso(connection.execute(query).scalar())
+            return iso_of_us(connection.execute(query).scalar())
 
     def advance(
         self,
@@ -153,7 +153,7 @@ class MonitorStateStore(TableStore):
         The window already judged last returns the decision made then; a window older
         than it changes nothing and does not fire (windows are judged in order).
         """
-        start, end = _us(window_start), _us(window_end)
+        start, end = to_us(window_start), to_us(window_end)
         key = and_(
             monitor_state_table.c.model_name == model_name,
             monitor_state_table.c.model_version == model_version,
@@ -173,7 +173,7 @@ class MonitorStateStore(TableStore):
                     )
                     return Firing(row["consecutive"], row["last_fire"], why)
                 if end <= row["last_window_end_us"]:
-                    ahead = _iso(row["last_window_end_us"])
+                    ahead = iso_of_us(row["last_window_end_us"])
                     return Firing(
                         row["consecutive"],
                         False,
@@ -220,7 +220,7 @@ class MonitorStateStore(TableStore):
         reset, as in :func:`monitors.rules.apply_hysteresis`. The monitor's row in the
         hysteresis table follows the newest window, so catch-up planning sees it.
         """
-        start, end = _us(window_start), _us(window_end)
+        start, end = to_us(window_start), to_us(window_end)
         table = performance_windows_table
         key = and_(
             table.c.model_name == model_name,
@@ -232,7 +232,7 @@ class MonitorStateStore(TableStore):
             "labels": int(result.labels or 0),
             "status": result.status,
             "breached": bool(result.breached),
-            "judged_at_us": _us(datetime.now(UTC)),
+            "judged_at_us": to_us(datetime.now(UTC)),
         }
         with write_transaction(self.engine) as connection:
             if connection.execute(select(table.c.labels).where(this)).first() is None:
@@ -314,9 +314,9 @@ class MonitorStateStore(TableStore):
             .order_by(table.c.window_start_us)
         )
         if ending_after is not None:
-            query = query.where(table.c.window_end_us > _us(ending_after))
+            query = query.where(table.c.window_end_us > to_us(ending_after))
         with self.engine.connect() as connection:
-            return [(_iso(a), _iso(b), int(n)) for a, b, n in connection.execute(query)]
+            return [(iso_of_us(a), iso_of_us(b), int(n)) for a, b, n in connection.execute(query)]
 
     # -- latest verdicts (for /metrics) ----------------------------------------------
     def record_status(
@@ -331,7 +331,7 @@ class MonitorStateStore(TableStore):
     ) -> None:
         """Keep ``result`` as the monitor's latest verdict unless a newer window was
         judged already (a catch-up of older windows does not overwrite it)."""
-        start, end = _us(window_start), _us(window_end)
+        start, end = to_us(window_start), to_us(window_end)
         table = monitor_status_table
         key = and_(table.c.model_name == model_name, table.c.monitor == result.monitor)
         values = {
@@ -345,7 +345,7 @@ class MonitorStateStore(TableStore):
             "observed": _finite_or_none(result.observed),
             "p_value": _finite_or_none(result.p_value),
             "level": _finite_or_none(result.level),
-            "judged_at_us": _us(datetime.now(UTC)),
+            "judged_at_us": to_us(datetime.now(UTC)),
         }
         with write_transaction(self.engine) as connection:
             row = connection.execute(select(table.c.window_end_us).where(key)).first()
@@ -365,8 +365,8 @@ class MonitorStateStore(TableStore):
         return [
             {
                 **{k: v for k, v in row.items() if not k.endswith("_us")},
-                "window_start": _iso(row["window_start_us"]),
-                "window_end": _iso(row["window_end_us"]),
+                "window_start": iso_of_us(row["window_start_us"]),
+                "window_end": iso_of_us(row["window_end_us"]),
                 "window_end_seconds": row["window_end_us"] / 1e6,
             }
             for row in rows
@@ -382,8 +382,8 @@ class MonitorStateStore(TableStore):
                 monitor_actions_table.c.model_name == model_name,
                 monitor_actions_table.c.model_version == model_version,
                 monitor_actions_table.c.monitor == monitor,
-                monitor_actions_table.c.window_start_us == _us(window_start),
-                monitor_actions_table.c.window_end_us == _us(window_end),
+                monitor_actions_table.c.window_start_us == to_us(window_start),
+                monitor_actions_table.c.window_end_us == to_us(window_end),
             )
         )
         with self.engine.connect() as connection:
@@ -402,13 +402,13 @@ class MonitorStateStore(TableStore):
             "model_name": model_name,
             "model_version": model_version,
             "monitor": taken.monitor,
-            "window_start_us": _us(window_start),
-            "window_end_us": _us(window_end),
+            "window_start_us": to_us(window_start),
+            "window_end_us": to_us(window_end),
             "action": taken.action,
             "detail": taken.detail,
             "review_id": taken.review_id,
             "changed": taken.changed,
-            "taken_at_us": _us(datetime.now(UTC)),
+            "taken_at_us": to_us(datetime.now(UTC)),
         }
         try:
             with write_transaction(self.engine) as connection:

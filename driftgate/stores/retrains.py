@@ -46,7 +46,7 @@ from driftgate.stores._sql import (
     TableStore,
     write_transaction,
 )
-from driftgate.stores.reviews import _iso, _us
+from driftgate.stores._time import iso_of_us, to_us
 
 RETRAINS_TABLE = "driftgate_retrains"
 IN_FLIGHT, DONE, FAILED, EXPIRED = "in_flight", "done", "failed", "expired"
@@ -159,12 +159,12 @@ def _retrain(row) -> Retrain:
         model_name=row["model_name"],
         champion_version=row["champion_version"],
         monitor=row["monitor"],
-        window=(_iso(row["window_start_us"]), _iso(row["window_end_us"])),
+        window=(iso_of_us(row["window_start_us"]), iso_of_us(row["window_end_us"])),
         review_id=row["review_id"],
         status=row["status"],
-        started_at=_iso(row["started_at_us"]),
-        expires_at=_iso(row["expires_at_us"]),
-        finished_at=_iso(row["finished_at_us"]),
+        started_at=iso_of_us(row["started_at_us"]),
+        expires_at=iso_of_us(row["expires_at_us"]),
+        finished_at=iso_of_us(row["finished_at_us"]),
         launcher=row["launcher"],
         flow_run_id=row["flow_run_id"],
         run_id=row["run_id"],
@@ -192,7 +192,7 @@ def _row(connection, retrain_id: str):
 
 
 def _now_us() -> int:
-    return _us(datetime.now(UTC))
+    return to_us(datetime.now(UTC))
 
 
 class RetrainStore(TableStore):
@@ -220,7 +220,7 @@ class RetrainStore(TableStore):
         expired (an expired one is marked ``expired`` first and the slot is taken), or,
         with ``cooldown``, one of the model's retrains ended less than ``cooldown`` ago.
         """
-        start, end, now = _us(window_start), _us(window_end), _now_us()
+        start, end, now = to_us(window_start), to_us(window_end), _now_us()
         table = retrains_table
         breach = and_(
             table.c.model_name == model_name,
@@ -277,7 +277,7 @@ class RetrainStore(TableStore):
 
     @staticmethod
     def _expire(connection, row, now: int) -> dict:
-        detail = f"lease expired at {_iso(row['expires_at_us'])} without an outcome"
+        detail = f"lease expired at {iso_of_us(row['expires_at_us'])} without an outcome"
         if row["flow_run_id"]:
             detail += f" (Prefect flow run {row['flow_run_id']})"
         values = {"status": EXPIRED, "finished_at_us": now, "detail": detail}

@@ -18,7 +18,7 @@ import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import (
     BigInteger,
@@ -42,7 +42,7 @@ from driftgate.stores._sql import (
     TableStore,
     write_transaction,
 )
-from driftgate.stores.samples import to_utc
+from driftgate.stores._time import iso_of_us, now_us, to_us
 
 REVIEWS_TABLE = "driftgate_reviews"
 OPEN, RESOLVED = "open", "resolved"
@@ -82,18 +82,6 @@ reviews_table = Table(
         postgresql_where=text("status = 'open'"),
     ),
 )
-
-
-def _us(moment: datetime | str | None) -> int | None:
-    return None if moment is None else to_utc(moment).value // 1000
-
-
-def _iso(us: int | None) -> str | None:
-    return None if us is None else datetime.fromtimestamp(us / 1_000_000, UTC).isoformat()
-
-
-def _now_us() -> int:
-    return _us(datetime.now(UTC))
 
 
 @dataclass(frozen=True)
@@ -138,16 +126,19 @@ def _review(row) -> Review:
         monitor=row["monitor"],
         metric=row["metric"],
         status=row["status"],
-        opened_at=_iso(row["opened_at_us"]),
-        updated_at=_iso(row["updated_at_us"]),
+        opened_at=iso_of_us(row["opened_at_us"]),
+        updated_at=iso_of_us(row["updated_at_us"]),
         breaches=row["breaches"],
-        first_window=(_iso(row["first_window_start_us"]), _iso(row["first_window_end_us"])),
-        last_window=(_iso(row["last_window_start_us"]), _iso(row["last_window_end_us"])),
+        first_window=(
+            iso_of_us(row["first_window_start_us"]),
+            iso_of_us(row["first_window_end_us"]),
+        ),
+        last_window=(iso_of_us(row["last_window_start_us"]), iso_of_us(row["last_window_end_us"])),
         observed=row["observed"],
         threshold=row["threshold"],
         features=json.loads(row["features"] or "[]"),
         evidence=json.loads(row["evidence"] or "[]"),
-        resolved_at=_iso(row["resolved_at_us"]),
+        resolved_at=iso_of_us(row["resolved_at_us"]),
         resolved_by=row["resolved_by"],
         resolution=row["resolution"],
     )
@@ -185,7 +176,7 @@ class ReviewStore(TableStore):
         evidence: Sequence[str] = (),
     ) -> ReviewChange:
         """Open a review for this breach, or update the open one of the same monitor."""
-        start, end, now = _us(window_start), _us(window_end), _now_us()
+        start, end, now = to_us(window_start), to_us(window_end), now_us()
         key = and_(
             reviews_table.c.model_name == model_name,
             reviews_table.c.model_version == model_version,
@@ -248,7 +239,7 @@ class ReviewStore(TableStore):
         with write_transaction(self.engine) as connection:
             row = _row(connection, review_id)
             evidence = list(dict.fromkeys([*json.loads(row["evidence"] or "[]"), *items]))
-            values = {"evidence": json.dumps(evidence), "updated_at_us": _now_us()}
+            values = {"evidence": json.dumps(evidence), "updated_at_us": now_us()}
             connection.execute(
                 update(reviews_table).where(reviews_table.c.id == review_id).values(**values)
             )
@@ -277,23 +268,12 @@ class ReviewStore(TableStore):
                 raise StoreError(f"review '{review_id}' is already {row['status']}")
             values = {
                 "status": RESOLVED,
-                "resolved_at_us": _now_us(),
+                "resolved_at_us": now_us(),
                 "resolved_by": by,
                 "resolution": resolution,
-                "updated_at_us": _now_us(),
+                "updated_at_us": now_us(),
             }
             connection.execute(
                 update(reviews_table).where(reviews_table.c.id == review_id).values(**values)
             )
         return _review({**row, **values})
-
-    # -- kept for callers of the old API: the state lives in MonitorStateStore --------
-    def last_window_end(self, model_name: str, model_version: str, monitor: str) -> str | None:
-        """End of the last window judged for this monitor (see :class:`MonitorStateStore`)."""
-        from driftgate.stores.monitor_state import MonitorStateStore
-
-        state = MonitorStateStore(self.url)
-        try:
-            return state.last_window_end(model_name, model_version, monitor)
-        finally:
-            state.close()

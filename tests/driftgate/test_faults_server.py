@@ -24,6 +24,7 @@ from driftgate.jobs import drift_check as drift_job
 from driftgate.jobs import promote as promote_job
 from driftgate.jobs.train import run_training
 from driftgate.stores.control import ControlStore
+from driftgate.stores.factories import monitor_state_store
 from driftgate.stores.samples import Sample, SqlSampleStore
 from driftgate.training.train import TrainParams
 from tests.conftest import MlflowServer
@@ -157,10 +158,14 @@ def test_a_drift_check_cut_off_before_its_run_acts_on_nothing_and_is_caught_up(s
     reviews = drift_job.review_store(config)
     try:
         assert reviews.list() == []
-        last = reviews.last_window_end(MODEL, stack["champion"], "mean-shift-kl")
-        assert pd.Timestamp(last) == pd.Timestamp(CALM_DAY[1], tz="UTC")  # not advanced
     finally:
         reviews.close()
+    state = monitor_state_store(config)
+    try:
+        last = state.last_window_end(MODEL, stack["champion"], "mean-shift-kl")
+        assert pd.Timestamp(last) == pd.Timestamp(CALM_DAY[1], tz="UTC")  # not advanced
+    finally:
+        state.close()
     control = ControlStore(config.serving.control_store(config.home_dir))
     try:
         assert not control.state(MODEL).paused

@@ -8,7 +8,6 @@ from sqlalchemy import create_engine, text
 from driftgate.monitors.actions import ActionTaken
 from driftgate.monitors.rules import Monitor, MonitorResult
 from driftgate.stores.monitor_state import MonitorStateStore
-from driftgate.stores.reviews import ReviewStore
 
 W1 = ("2026-01-01T00:00:00Z", "2026-01-01T01:00:00Z")
 W2 = ("2026-01-01T01:00:00Z", "2026-01-01T02:00:00Z")
@@ -142,8 +141,3 @@ def test_state_written_by_the_review_store_before_the_move_keeps_working(tmp_pat
         assert state.action_taken("m", "3", "kl", *W2) is None  # the new table was created
     finally:
         state.close()
-    reviews = ReviewStore(url)  # the old API still answers
-    try:
-        assert pd.Timestamp(reviews.last_window_end("m", "3", "kl")) == pd.Timestamp(W2[1])
-    finally:
-        reviews.close()
