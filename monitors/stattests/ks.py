@@ -76,6 +76,12 @@ def ks_statistic(reference: NumericProfile, current: NumericWindow) -> float:
     return max(max_positive, max_negative)
 
 
+# Cached: the exact distribution costs up to 50 ms a call at these sizes (and
+# ``kstwo.sf`` past them up to 200 ms), and a calibrated check asks twice per feature
+# (the window's D and D = 1, whether any window of its size could be significant);
+# D = 1 and the small windows' few lattice values of D repeat from check to check.
+# A pure function of its arguments, so a cached answer is the same answer.
+@functools.lru_cache(maxsize=4096)
 def ks_p_value(statistic: float, n_ref: int, n_cur: int) -> tuple[float, float, str]:
     """Statistic (lattice-rounded when exact) and p-value as ``ks_2samp(method="auto")``.
 
