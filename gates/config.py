@@ -8,16 +8,23 @@ or monitor threshold is the largest acceptable value of a quantity named with it
 
 from __future__ import annotations
 
+import importlib
+import sys
 from importlib import resources
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from driftgate.core.yamlconfig import StrictModel, load_yaml_model
+from driftgate.core.yamlconfig import (
+    ConfigError,
+    StrictModel,
+    read_yaml_mapping,
+    validate_mapping,
+)
 
 # Monitor rules (model, validation, evaluation) live beside the statistics they read.
-from driftgate.gates.checks import CheckSettings, validate_check_settings
+from driftgate.gates.checks import CheckSettings, import_check_modules, validate_check_settings
 from driftgate.monitors.rules import Monitor
 from driftgate.training.evaluate import MetricName
 
@@ -79,6 +86,12 @@ class ModelChecks(BaseModel):
 
 
 class GateConfig(StrictModel):
+    plugins: list[str] = Field(
+        default_factory=list,
+        description="modules or packages of your own drift statistics, gate checks or "
+        "monitor actions, imported (from this file's folder first) before the rest of "
+        "this file is validated; each registers itself on import, as the built-in ones do",
+    )
     promotion: PromotionSettings = PromotionSettings()
     model_checks: ModelChecks = ModelChecks()
     monitors: list[Monitor] = Field(default_factory=list)
@@ -97,9 +110,44 @@ def default_gates_path() -> Path:
     return Path(str(resources.files("driftgate.gates") / "gates.yaml"))
 
 
+def load_plugins(names: object, path: Path) -> list[str]:
+    """Import the ``plugins:`` of the gate config at ``path``: each a module, or a package
+    whose public modules are all imported (as :mod:`driftgate.gates.checks` imports its
+    own), with ``path``'s folder first on ``sys.path`` (a module beside ``gates.yaml``
+    needs no install, as ``model.factory`` beside ``driftgate.yaml``). Returns the
+    modules imported; ConfigError (exit 2) naming ``plugins.<i>`` otherwise.
+    """
+    if names is None:
+        return []
+    if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+        raise ConfigError(f"{path}: plugins: a list of module or package names")
+    if not names:
+        return []
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    imported = []
+    for i, name in enumerate(names):
+        try:
+            module = importlib.import_module(name)
+            imported.append(name)
+            if hasattr(module, "__path__"):  # a package: every module in it
+                imported += [f"{name}.{m}" for m in import_check_modules(name)]
+        except Exception as exc:
+            raise ConfigError(
+                f"{path}: plugins.{i}: cannot import {name!r}: {type(exc).__name__}: {exc}"
+            ) from exc
+    return imported
+
+
 def load_gate_config(path: Path | str | None = None) -> GateConfig:
-    """Load ``path`` (default: the committed ``gates/gates.yaml``).
+    """Load ``path`` (default: the committed ``gates/gates.yaml``), importing its
+    ``plugins:`` first, since the monitors and checks are validated against the
+    registries the plugins add to.
 
     Raises ConfigError naming the file and the key.
     """
-    return load_yaml_model(GateConfig, Path(path) if path else default_gates_path())
+    path = Path(path) if path else default_gates_path()
+    data = read_yaml_mapping(path)
+    load_plugins(data.get("plugins"), path)
+    return validate_mapping(GateConfig, data, path)

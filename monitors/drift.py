@@ -414,46 +414,23 @@ def _validated_plan(
 def _decide_calibrated(result: DriftResult, reference, counts, level: float) -> None:
     """Drifted when over the threshold (p-value tests: the effect-size floor) and
     significant at ``level`` for this window's size; ``insufficient_data`` when no
-    outcome of this size could be (see :mod:`monitors.nulls`)."""
-    from driftgate.monitors.nulls import calibrated
-    from driftgate.monitors.stattests.ks import ks_no_drift, ks_p_value
-
+    outcome of this size could be. The statistic's own null decides
+    (``StatTest.null``, :mod:`monitors.nulls`); one without a null is decided on its
+    threshold alone and says so (``details["calibrated"] = False``)."""
+    null = get_stattest(result.test).null
     result.level = level
-    if result.direction == "p_value":
-        result.adjusted_p_value = result.p_value
-        floor = result.effect_size_floor or 0.0
-        result.min_detectable = floor
-        if result.test == "ks":
-            extreme = ks_p_value(1.0, reference.non_missing, counts.non_missing)[1]
-            if extreme > level:
-                result.status = "insufficient_data"
-                result.reason = (
-                    f"{counts.non_missing} values: even D = 1 is not significant at level "
-                    f"{level:.3g}"
-                )
-                return
-            expected, critical = ks_no_drift(reference.non_missing, counts.non_missing, level)
-            result.bias_corrected = result.value - expected
-            result.min_detectable = max(floor, critical)
-        large_enough = result.effect_size is not None and result.effect_size >= floor
-        result.drifted = bool(result.p_value <= level and large_enough)
-        return
-    if result.test == "wasserstein":
+    if null is None:
         result.details["calibrated"] = False
         result.drifted = bool(result.value >= result.threshold)
         return
-    outcome = calibrated(result.test, reference, counts, result.value, result.threshold, level)
+    outcome = null.calibrate(result.test, result, reference, counts, level)
     result.p_value = result.adjusted_p_value = outcome.p_value
     result.bias_corrected = outcome.bias_corrected
     result.min_detectable = outcome.min_detectable
     if outcome.insufficient:
         result.status, result.reason = "insufficient_data", outcome.reason
         return
-    if result.test == "missing_share":  # one-sided: only a rise of the missing share
-        over = result.details["change"] >= result.threshold
-    else:
-        over = result.value >= result.threshold
-    result.drifted = bool(over and outcome.p_value <= level)
+    result.drifted = bool(null.over(result) and outcome.p_value <= level)
 
 
 def evaluate_window(

@@ -11,9 +11,13 @@ feature and window, two questions:
 2. is it improbable under no drift *at this window's size* (p-value <= the monitor's
    per-check level, :mod:`monitors.budget`)?
 
-and breaches only when both hold. The no-drift distribution per statistic:
+and breaches only when both hold. Each statistic carries its own no-drift
+distribution (``StatTest.null``, :class:`monitors.stattests.registry.NullModel`), so
+this module never switches on a statistic's name. What lives here is the machinery the
+binned statistics share (:class:`monitors.stattests.binned.BinnedBootstrap`, used by
+``kl``, ``psi`` and ``js``):
 
-* ``kl``, ``psi``, ``js`` (binned): a parametric bootstrap of the *two-sample* statistic
+* a parametric bootstrap of the *two-sample* statistic
   from the profile alone: ``B`` reference samples of the reference's size and ``B``
   windows of ``n`` rows, multinomial, from an estimate of the population the
   reference was drawn from, with the engine's own bins and smoothing. Numeric: the
@@ -32,12 +36,11 @@ and breaches only when both hold. The no-drift distribution per statistic:
   there the reference's noise on its rare levels dominates and its rare tail cannot be
   estimated from the reference alone; the permutation needs no estimate. The window's
   ``min_detectable`` stays the profile-only bound (what the planner shows).
-* ``missing_share``: one-sided, exact. H0: the window's missing rate is at most the
-  reference rate plus the threshold; ``p = P(Binomial(n, ref + threshold) >= missing)``.
-* ``mean_shift``: two-sample z-test of the means, ``z = shift / sqrt(1/n + 1/n_ref)``.
-* ``ks``, ``chi2`` keep their own p-values; their effect-size floor is the threshold.
-* ``wasserstein`` has no null here: decided on its threshold alone (``calibrated: false``
-  in its details).
+
+The others are in their statistic's module: ``missing_share`` (one-sided exact
+binomial), ``mean_shift`` (two-sample z-test), ``ks`` and ``chi2`` (their own p-values;
+their effect-size floor is the threshold); ``wasserstein`` has none (``calibrated:
+false``: decided on its threshold alone).
 
 A window is ``insufficient_data`` when no possible outcome of its size could breach
 (the most extreme value the window can take is not significant at the level): never a
@@ -52,13 +55,14 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
 
 from driftgate.monitors.profile import CategoricalProfile, NumericProfile
-from driftgate.monitors.stattests.binned import EPSILON, bin_counts
+from driftgate.monitors.stattests import STATTESTS, get_stattest
+from driftgate.monitors.stattests.binned import BinnedBootstrap
+from driftgate.monitors.stattests.registry import Bound, Calibration, NullModel
 
-BINNED = ("kl", "psi", "js")
-CALIBRATED = (*BINNED, "missing_share", "mean_shift", "ks", "chi2")
+__all__ = ["Bound", "Calibration"]  # the decision's types, defined beside NullModel
+
 NULL_DRAWS = 4000
 TAIL_SHARE = 0.02
 EXACT_SIZES = 256  # windows up to this size get their own null; larger ones a 3% grid
@@ -168,39 +172,20 @@ def _fit_tail(draws: np.ndarray) -> tuple[float, float]:
     return start, max(scale, spread / 10, 1e-12)
 
 
-def _smooth_rows(p: np.ndarray, absent: np.ndarray | None = None) -> np.ndarray:
-    """The engine's smoothing per row; ``absent`` bins (no bin in the engine) stay 0."""
-    smoothed = np.where(p == 0, EPSILON, p)
-    if absent is not None:
-        smoothed = np.where(absent, 0.0, smoothed)
-    return smoothed / smoothed.sum(axis=1, keepdims=True)
-
-
 def binned_statistic(
     test: str, p_ref: np.ndarray, p_cur: np.ndarray, *, categorical: bool = False
 ) -> np.ndarray:
-    """``kl``/``psi``/``js`` of each row pair of proportions, as the engine computes them.
+    """The binned statistic ``test`` of each row pair of proportions, as the engine
+    computes it (:meth:`BinnedBootstrap.statistic`: the statistic's own formula)."""
+    return _binned(test).statistic(p_ref, p_cur, categorical=categorical)
 
-    ``categorical``: a column empty on both sides is no bin at all (the engine's bins are
-    the categories seen in the reference or the window), so it is neither smoothed nor
-    part of the renormalisation; numeric bins are fixed and always smoothed.
-    """
-    absent = (p_ref == 0) & (p_cur == 0) if categorical else None
-    if test in ("kl", "psi"):
-        r, c = _smooth_rows(p_ref, absent), _smooth_rows(p_cur, absent)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            if test == "kl":
-                terms = np.where(r > 0, r * np.log(r / c), 0.0)
-            else:
-                terms = np.where(r > 0, (c - r) * np.log(c / r), 0.0)
-        return np.sum(terms, axis=1)
-    if test == "js":
-        m = (p_ref + p_cur) / 2
-        with np.errstate(divide="ignore", invalid="ignore"):
-            a = np.where(p_ref > 0, p_ref * np.log2(p_ref / m), 0.0)
-            b = np.where(p_cur > 0, p_cur * np.log2(p_cur / m), 0.0)
-        return np.sqrt(np.clip((a.sum(axis=1) + b.sum(axis=1)) / 2, 0.0, 1.0))
-    raise ValueError(f"{test!r} is not a binned statistic; binned: {list(BINNED)}")
+
+def _binned(test: str) -> BinnedBootstrap:
+    null = get_stattest(test).null
+    if not isinstance(null, BinnedBootstrap):
+        binned = [n for n, t in STATTESTS.items() if isinstance(t.null, BinnedBootstrap)]
+        raise ValueError(f"{test!r} is not a binned statistic; binned: {binned}")
+    return null
 
 
 def null_population(reference) -> tuple[np.ndarray, int]:
@@ -281,7 +266,7 @@ def grid_size(n: int) -> int:
     return max(EXACT_SIZES, int(EXACT_SIZES * GRID_STEP**steps))
 
 
-def _scale(n: int, grid_n: int, n_ref: int) -> float:
+def grid_scale(n: int, grid_n: int, n_ref: int) -> float:
     """Factor bringing a statistic at ``n`` rows to the scale of one at ``grid_n`` rows
     (its no-drift size goes as ``1/n + 1/n_ref``)."""
     return (1 / grid_n + 1 / n_ref) / (1 / n + 1 / n_ref) if n != grid_n else 1.0
@@ -326,7 +311,7 @@ def binned_null(test: str, reference, n: int, draws: int = NULL_DRAWS) -> Mixtur
     return null
 
 
-def _most_extreme_binned(test: str, reference, n: int) -> float:
+def most_extreme_binned(test: str, reference, n: int) -> float:
     """The largest value a window of ``n`` rows can take: every row in one bin."""
     categorical = isinstance(reference, CategoricalProfile)
     if categorical:  # the engine's reference bins: the levels the reference saw
@@ -343,123 +328,20 @@ def _most_extreme_binned(test: str, reference, n: int) -> float:
     return float(binned_statistic(test, ref, cur, categorical=categorical).max())
 
 
-@dataclass(frozen=True)
-class Calibration:
-    """The calibrated decision of one statistic on one feature and window."""
-
-    p_value: float
-    bias_corrected: float | None
-    min_detectable: float | None
-    insufficient: bool
-    reason: str = ""
-
-
-@dataclass(frozen=True)
-class Bound:
-    """What a window of ``n`` rows needs to breach: ``value >= min_detectable``
-    (missing_share: the rise of the share), unless ``insufficient``."""
-
-    n: int
-    min_detectable: float
-    insufficient: bool
-    null_mean: float
-    reason: str = ""
-
-
 def decision_bound(test: str, reference, n: int, threshold: float, level: float) -> Bound:
     """The smallest value a window of ``n`` rows can breach with, from the profile alone
-    (the planner and the calibration benchmark use it; :func:`calibrated` is the same
-    decision on one window)."""
-    if test in BINNED:
-        _, n_ref = null_population(reference)
-        grid_n = grid_size(max(n, 1))
-        null = binned_null(test, reference, grid_n)
-        factor = _scale(max(n, 1), grid_n, n_ref)
-        extreme = _most_extreme_binned(test, reference, max(n, 1)) * factor
-        insufficient = n < 1 or null.p_value(extreme) > level
-        return Bound(
-            n=n,
-            min_detectable=max(threshold, null.critical_value(level) / factor),
-            insufficient=insufficient,
-            null_mean=null.mean / factor,
-            reason=(
-                f"{n} rows: even the most extreme window of this size is not significant "
-                f"at level {level:.3g}"
-                if insufficient
-                else ""
-            ),
-        )
-    if test == "missing_share":
-        bound = reference.missing_share + threshold
-        if bound >= 1 or n < 1:
-            return Bound(n, math.inf, True, 0.0, "reference share + threshold >= 1 or no rows")
-        critical_count = int(stats.binom.isf(level, n, bound)) + 1
-        insufficient = bound**n > level
-        # Over the threshold too: the rise itself must reach it.
-        share = max(critical_count / n, reference.missing_share + threshold)
-        return Bound(
-            n=n,
-            min_detectable=share - reference.missing_share,
-            insufficient=insufficient,
-            null_mean=0.0,
-            reason=(
-                f"{n} rows: even all missing is not significant at level {level:.3g}"
-                if insufficient
-                else ""
-            ),
-        )
-    if test == "mean_shift":
-        if n < 2:
-            return Bound(n, math.inf, True, 0.0, f"{n} finite values: no mean to compare")
-        se = math.sqrt(1 / n + 1 / reference.finite_count)
-        critical = float(stats.norm.isf(level / 2)) * se
-        return Bound(n, max(threshold, critical), False, se * math.sqrt(2 / math.pi))
-    raise ValueError(f"no calibrated decision for {test!r}; calibrated: {list(CALIBRATED)}")
-
-
-def calibrated(test: str, reference, current, value: float, threshold: float, level: float):
-    """p-value, bias-corrected value, smallest detectable value and sufficiency of one
-    result (see the module docstring). ``value`` is the engine's statistic."""
-    if test in BINNED:
-        ref_counts, cur_counts, _ = bin_counts(reference, current)
-        n = int(cur_counts.sum())
-        bound = decision_bound(test, reference, n, threshold, level)
-        if isinstance(reference, CategoricalProfile) and n >= CONDITIONAL_MIN_ROWS:
-            null = conditional_null(test, ref_counts, cur_counts)
-            p_value, null_mean = null.p_value(value), null.mean
-        else:
-            _, n_ref = null_population(reference)
-            grid_n = grid_size(n)
-            p_value = binned_null(test, reference, grid_n).p_value(value * _scale(n, grid_n, n_ref))
-            null_mean = bound.null_mean
-        return Calibration(
-            p_value=p_value,
-            bias_corrected=value - null_mean,
-            min_detectable=bound.min_detectable,
-            insufficient=bound.insufficient,
-            reason=bound.reason,
-        )
-    if test == "missing_share":
-        n, missing = current.rows, current.missing_count
-        bound = decision_bound(test, reference, n, threshold, level)
-        limit = reference.missing_share + threshold
-        p_value = 1.0 if limit >= 1 else float(stats.binom.sf(missing - 1, n, limit))
-        return Calibration(
-            p_value=p_value,
-            bias_corrected=(missing / n) - reference.missing_share if n else None,
-            min_detectable=bound.min_detectable,
-            insufficient=bound.insufficient,
-            reason=bound.reason,
-        )
-    if test == "mean_shift":
-        n = current.finite_count
-        bound = decision_bound(test, reference, n, threshold, level)
-        if bound.insufficient:
-            return Calibration(1.0, None, None, True, bound.reason)
-        se = math.sqrt(1 / n + 1 / reference.finite_count)
-        p_value = float(2 * stats.norm.sf(value / se))
-        return Calibration(p_value, value - bound.null_mean, bound.min_detectable, False)
-    raise ValueError(f"no calibrated decision for {test!r}; calibrated: {list(CALIBRATED)}")
+    (the planner and the calibration benchmark use it; the statistic's
+    ``NullModel.calibrate`` is the same decision on one window)."""
+    stat = get_stattest(test)
+    bound = None if stat.null is None else stat.null.bound(test, reference, n, threshold, level)
+    if bound is None:
+        bounded = [
+            name
+            for name, t in STATTESTS.items()
+            if t.null is not None and type(t.null).bound is not NullModel.bound
+        ]
+        raise ValueError(f"no profile-only bound for {test!r}; bounded: {bounded}")
+    return bound
 
 
 def clear_cache() -> None:

@@ -10,10 +10,15 @@ alone (:mod:`monitors.nulls`, :mod:`monitors.budget`):
   flag is within ``FACTOR`` (2) times the threshold, i.e. the rule's threshold, not
   the sample size, says what breaches;
 * ``smallest_shift``: the smallest change detected with 80% power within ``within``
-  checks: a mean shift in reference standard deviations on the worst feature
-  (``kl``, ``psi``, ``js``, ``mean_shift``), or a rise of the missing share
-  (``missing_share``);
+  checks, on the worst feature, in the statistic's units (``shift_units``: a mean
+  shift in reference standard deviations, or a rise of the missing share);
 * ``warnings``: when the schedule and traffic cannot support the rule.
+
+Each figure comes from the statistic's own null (``StatTest.null``,
+:class:`monitors.stattests.registry.NullModel`): its profile-only ``bound``, its
+``smallest_shift`` and its ``bare_rate``. A statistic whose null has no bound (``ks``,
+``chi2``: decided on their own p-values) shows its budget and level only; one without a
+null is not calibrated (``calibrated: false``) and promises nothing.
 """
 
 from __future__ import annotations
@@ -23,18 +28,15 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 import numpy as np
-from scipy import stats
 
 from driftgate.monitors.budget import expected_false_fires
-from driftgate.monitors.nulls import BINNED, binned_null, binned_statistic, decision_bound
-from driftgate.monitors.profile import NumericProfile
+from driftgate.monitors.nulls import decision_bound
 from driftgate.monitors.rules import CONTRACT_PREFIX, Monitor, is_output_metric, is_performance
+from driftgate.monitors.stattests import NullModel, get_stattest
 
 POWER = 0.8
 FACTOR = 2.0
 MONTH_DAYS = 30
-_SHIFTS = np.round(np.geomspace(0.02, 4.0, 40), 4)
-_POWER_DRAWS = 1000
 
 
 @dataclass
@@ -63,71 +65,40 @@ def _features(monitor: Monitor, profile) -> list:
     return [profile.features[n] for n in names if n in profile.features]
 
 
-def _shifted_bins(reference: NumericProfile, shift: float) -> np.ndarray:
-    """Bin probabilities of the reference moved by ``shift`` standard deviations (the
-    reference ECDF, linear between breakpoints)."""
-    points = reference.breakpoints
-    cumulative = np.cumsum(reference.ties + np.concatenate([[0], reference.gap_counts]))
-    total = cumulative[-1]
-    moved = reference.bin_edges - shift * reference.std
-    below = np.interp(moved, points, cumulative, left=0.0, right=total) / total
-    probs = np.diff(np.concatenate([[0.0], below, [1.0]]))
-    probs = np.clip(probs, 0, None)
-    return probs / probs.sum()
-
-
 def _per_check_power(within: int, consecutive: int) -> float:
     """Per-check power needed for POWER within ``within`` checks (runs of ``consecutive``)."""
     blocks = max(within // consecutive, 1)
     return (1 - (1 - POWER) ** (1 / blocks)) ** (1 / consecutive)
 
 
-def _binned_shift(metric, reference, n, bound, needed, rng) -> float | None:
-    if not isinstance(reference, NumericProfile) or not reference.std > 0:
-        return None
-    ref = reference.bin_counts / reference.bin_counts.sum()
-    for shift in _SHIFTS:
-        counts = rng.multinomial(n, _shifted_bins(reference, shift), size=_POWER_DRAWS)
-        values = binned_statistic(metric, np.broadcast_to(ref, counts.shape), counts / n)
-        if np.mean(values >= bound) >= needed:
-            return float(shift)
-    return math.inf
+def _bounded(null: NullModel | None) -> bool:
+    """Whether the statistic's null can bound a decision from the profile alone."""
+    return null is not None and type(null).bound is not NullModel.bound
 
 
-def _smallest(metric, reference, n, monitor, level, needed, rng) -> float | None:
+def _smallest(metric, null, reference, n, monitor, level, needed, rng) -> float | None:
     bound = decision_bound(metric, reference, n, monitor.threshold, level)
     if bound.insufficient:
         return math.inf
-    if metric in BINNED:
-        return _binned_shift(metric, reference, n, bound.min_detectable, needed, rng)
-    if metric == "missing_share":
-        limit = reference.missing_share + bound.min_detectable
-        count = math.ceil(limit * n - 1e-9)
-        for rise in np.linspace(0.001, 1 - reference.missing_share, 1000):
-            if stats.binom.sf(count - 1, n, reference.missing_share + rise) >= needed:
-                return float(rise)
-        return math.inf
-    if metric == "mean_shift":
-        se = math.sqrt(1 / n + 1 / reference.finite_count)
-        return float(bound.min_detectable + stats.norm.ppf(needed) * se)
-    return None
+    return null.smallest_shift(metric, reference, n, bound.min_detectable, needed, rng)
 
 
-def _old_rule_rate(metric, features, n, threshold) -> float | None:
+def _old_rule_rate(metric, null, features, n, threshold) -> float | None:
     """Chance that a no-drift check of ``n`` rows has a feature at or over the bare
-    threshold (binned statistics; simulated)."""
-    if metric not in BINNED:
+    threshold (where the statistic's null can say; simulated for the binned ones)."""
+    if null is None or type(null).bare_rate is NullModel.bare_rate:
         return None
     quiet = 1.0
     for reference in features:
-        null = binned_null(metric, reference, max(n, 1))
-        draws = null.components[0][1].draws
-        quiet *= 1 - float(np.mean(draws >= threshold))
+        rate = null.bare_rate(metric, reference, n, threshold)
+        if rate is None:
+            return None
+        quiet *= 1 - rate
     return 1 - quiet
 
 
-def _min_rows(metric, features, monitor, level) -> int | None:
-    if metric not in (*BINNED, "missing_share", "mean_shift"):
+def _min_rows(metric, null, features, monitor, level) -> int | None:
+    if not _bounded(null):
         return None
 
     def good(n: int) -> bool:
@@ -155,7 +126,7 @@ def plan_monitor(monitor: Monitor, profile, rows_per_window: int, within: int = 
 
     metric = monitor.metric
     month = checks_in(monitor.schedule, timedelta(days=MONTH_DAYS))
-    units = "rise of the missing share" if metric == "missing_share" else "reference std"
+    units = NullModel.shift_units
     plan = MonitorPlan(
         monitor=monitor.name,
         metric=metric,
@@ -178,9 +149,12 @@ def plan_monitor(monitor: Monitor, profile, rows_per_window: int, within: int = 
         or is_traffic_metric(metric)
     ):
         return plan  # judged on outputs, labels or traffic counts: no per-feature figures
+    null = get_stattest(metric).null
+    if null is not None:
+        plan.shift_units = null.shift_units
     features = _features(monitor, profile)
     level = monitor.level(len(features))
-    old = _old_rule_rate(metric, features, rows_per_window, monitor.threshold)
+    old = _old_rule_rate(metric, null, features, rows_per_window, monitor.threshold)
     plan.old_rule_per_month = None if old is None else old * month
     if level is None:
         return plan
@@ -192,16 +166,16 @@ def plan_monitor(monitor: Monitor, profile, rows_per_window: int, within: int = 
     needed = _per_check_power(within, monitor.consecutive_breaches)
     detectable, shifts = [], []
     for reference in features:
-        if metric not in (*BINNED, "missing_share", "mean_shift"):
+        if not _bounded(null):
             break
         bound = decision_bound(metric, reference, rows_per_window, monitor.threshold, level)
         detectable.append(math.inf if bound.insufficient else bound.min_detectable)
-        shift = _smallest(metric, reference, rows_per_window, monitor, level, needed, rng)
+        shift = _smallest(metric, null, reference, rows_per_window, monitor, level, needed, rng)
         if shift is not None:
             shifts.append(shift)
     plan.min_detectable = max(detectable) if detectable else None
     plan.smallest_shift = max(shifts) if shifts else None
-    plan.min_rows = _min_rows(metric, features, monitor, level)
+    plan.min_rows = _min_rows(metric, null, features, monitor, level)
     name = f"{monitor.name}: {rows_per_window} rows per {monitor.window} window"
     if plan.min_detectable is not None and math.isinf(plan.min_detectable):
         plan.warnings.append(

@@ -326,6 +326,22 @@ class Monitor(StrictModel):
         return self
 
     @model_validator(mode="after")
+    def _calibrated_needs_a_null(self) -> Monitor:
+        # A statistic without a no-drift distribution cannot keep a false-alarm budget:
+        # deciding it on its threshold under a "calibrated" monitor (and letting the
+        # planner promise the budget) would be a promise nothing keeps.
+        if self.calibrated and is_stattest_metric(self.metric):
+            from driftgate.monitors.stattests import get_stattest
+
+            if get_stattest(self.metric).null is None:
+                raise ValueError(
+                    f"monitor '{self.name}': statistic '{self.metric}' has no no-drift "
+                    "distribution, so it cannot be calibrated to a false-alarm budget; set "
+                    "calibrated: false to decide on its threshold alone"
+                )
+        return self
+
+    @model_validator(mode="after")
     def _outputs_are_all(self) -> Monitor:
         if is_output_metric(self.metric) and self.features != "all":
             raise ValueError(
@@ -628,6 +644,8 @@ def evaluate_monitor(
         bias_corrected=_largest(r.bias_corrected for r in evaluated),
         min_detectable=_largest(r.min_detectable for r in evaluated),
         effect_size_floor=_largest(r.effect_size_floor for r in evaluated),
+        # The report says when a drift monitor is its bare threshold, not a budget.
+        details={} if monitor.calibrated else {"calibrated": False},
     )
 
 

@@ -70,11 +70,19 @@ from driftgate.stores.samples import to_utc
 
 log = logging.getLogger(__name__)
 
-# Every statistic logged per feature for people and the MLflow compare view; decisions
-# come from the monitors' own checks.
-EVIDENCE_TESTS = ("ks", "kl", "psi", "js", "wasserstein", "missing_share", "mean_shift")
 WEBHOOK_ENV = "DRIFTGATE_WEBHOOK_URL"
 ACTOR = "drift-check"
+
+
+def __getattr__(name: str):
+    # ``EVIDENCE_TESTS`` was a hard-coded tuple; it is the statistics registered with
+    # ``evidence`` now, read when asked so that a plugin loaded after import counts.
+    if name == "EVIDENCE_TESTS":
+        from driftgate.monitors.stattests import evidence_tests
+
+        return tuple(evidence_tests())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # Importable from here as before; they live in driftgate.stores.factories and
 # driftgate.monitors.rules / driftgate.monitors.actions now.
@@ -341,7 +349,7 @@ class Decision:
     """What :func:`decide` returns: every monitor's result and the evidence report."""
 
     results: list[MonitorResult]
-    evidence: object  # monitors.DriftReport over EVIDENCE_TESTS
+    evidence: object  # monitors.DriftReport over the evidence statistics
 
 
 # -- 1. read -------------------------------------------------------------------------
@@ -494,11 +502,14 @@ def decide(
     """
     from driftgate.monitors import check_drift_counts
     from driftgate.monitors.rules import decision_options
+    from driftgate.monitors.stattests import evidence_tests
 
     profile = window.profile
     features = list(profile.features)
     results: list[MonitorResult] = []
-    evidence = check_drift_counts(profile, counts, tests=list(EVIDENCE_TESTS))
+    # Every statistic that says it is evidence (StatTest.evidence), logged per feature
+    # for people and the MLflow compare view; decisions come from the monitors' checks.
+    evidence = check_drift_counts(profile, counts, tests=evidence_tests())
     # population: all judges drift on every received record, the refused ones too.
     everyone = [m for m in monitors if m.population == "all"]
     populations = [([m for m in monitors if m.population != "all"], counts)]

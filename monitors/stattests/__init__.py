@@ -24,12 +24,18 @@ from driftgate.monitors.stattests import (  # noqa: F401 - importing registers e
 )
 from driftgate.monitors.stattests.registry import (
     STATTESTS,
+    Bound,
+    Calibration,
     InsufficientData,
+    NullModel,
+    OwnPValue,
     StatTest,
     TestOutcome,
     UnknownStatTestError,
+    evidence_tests,
     get_stattest,
     register,
+    unregister,
 )
 
 for _module in pkgutil.iter_modules(__path__):
@@ -37,10 +43,16 @@ for _module in pkgutil.iter_modules(__path__):
 
 __all__ = [
     "STATTESTS",
+    "Bound",
+    "Calibration",
     "InsufficientData",
+    "NullModel",
+    "OwnPValue",
     "StatTest",
     "TestOutcome",
     "UnknownStatTestError",
+    "evidence_tests",
     "get_stattest",
     "register",
+    "unregister",
 ]

@@ -9,18 +9,32 @@ unseen categories sorted), so an unseen category is a bin with reference count 0
 Smoothing for ``kl`` and ``psi``: empty bins get proportion ``EPSILON`` and the
 vector is renormalised to sum to 1. With no empty bin the proportions are the raw
 ones (which is also what Evidently uses in that case).
+
+:class:`BinnedBootstrap` is the no-drift distribution these statistics share (the
+parametric bootstrap of :mod:`monitors.nulls`): each binned statistic registers one
+with its own row-wise formula, which is what both its null and the planner compute.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
+from collections.abc import Callable
 
 import numpy as np
 
 from driftgate.monitors.profile import CategoricalProfile, FeatureProfile, NumericProfile
-from driftgate.monitors.stattests.registry import InsufficientData
+from driftgate.monitors.stattests.registry import Bound, Calibration, InsufficientData, NullModel
 
 EPSILON = 1e-4
+# The planner's search for the smallest mean shift a binned statistic detects: shifts
+# in reference standard deviations, and the windows simulated at each.
+SHIFTS = np.round(np.geomspace(0.02, 4.0, 40), 4)
+POWER_DRAWS = 1000
+
+# ``(p_ref, p_cur, absent) -> values``: a binned statistic on each row pair of
+# proportions; ``absent`` marks the categorical columns that are no bin (None: numeric).
+RowStatistic = Callable[[np.ndarray, np.ndarray, "np.ndarray | None"], np.ndarray]
 
 
 def bin_counts(reference: FeatureProfile, current) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -60,3 +74,118 @@ def smooth(p: np.ndarray) -> np.ndarray:
         return p
     smoothed = np.where(p == 0, EPSILON, p)
     return smoothed / smoothed.sum()
+
+
+def smooth_rows(p: np.ndarray, absent: np.ndarray | None = None) -> np.ndarray:
+    """:func:`smooth` per row; ``absent`` bins (no bin in the engine) stay 0."""
+    smoothed = np.where(p == 0, EPSILON, p)
+    if absent is not None:
+        smoothed = np.where(absent, 0.0, smoothed)
+    return smoothed / smoothed.sum(axis=1, keepdims=True)
+
+
+def shifted_bins(reference: NumericProfile, shift: float) -> np.ndarray:
+    """Bin probabilities of the reference moved by ``shift`` standard deviations (the
+    reference ECDF, linear between breakpoints)."""
+    points = reference.breakpoints
+    cumulative = np.cumsum(reference.ties + np.concatenate([[0], reference.gap_counts]))
+    total = cumulative[-1]
+    moved = reference.bin_edges - shift * reference.std
+    below = np.interp(moved, points, cumulative, left=0.0, right=total) / total
+    probs = np.diff(np.concatenate([[0.0], below, [1.0]]))
+    probs = np.clip(probs, 0, None)
+    return probs / probs.sum()
+
+
+class BinnedBootstrap(NullModel):
+    """The no-drift distribution of a statistic on the profile's bins: the parametric
+    bootstrap of :func:`monitors.nulls.binned_null` (and, for categorical windows of
+    ``CONDITIONAL_MIN_ROWS`` rows or more, the permutation null of
+    :func:`monitors.nulls.conditional_null`), on ``rows``, the statistic's own formula
+    applied to every simulated pair of proportions.
+
+    ``rows`` must compute exactly what the statistic's ``func`` computes on the same
+    proportions (same smoothing, same logarithm), or the null is another statistic's.
+    """
+
+    def __init__(self, rows: RowStatistic) -> None:
+        self.rows = rows
+
+    def statistic(
+        self, p_ref: np.ndarray, p_cur: np.ndarray, *, categorical: bool = False
+    ) -> np.ndarray:
+        """The statistic of each row pair of proportions, as the engine computes it.
+
+        ``categorical``: a column empty on both sides is no bin at all (the engine's bins
+        are the categories seen in the reference or the window), so it is neither
+        smoothed nor part of the renormalisation; numeric bins are fixed and always
+        smoothed.
+        """
+        absent = (p_ref == 0) & (p_cur == 0) if categorical else None
+        return self.rows(p_ref, p_cur, absent)
+
+    def bound(self, name, reference, n, threshold, level) -> Bound:
+        from driftgate.monitors import nulls
+
+        _, n_ref = nulls.null_population(reference)
+        grid_n = nulls.grid_size(max(n, 1))
+        null = nulls.binned_null(name, reference, grid_n)
+        factor = nulls.grid_scale(max(n, 1), grid_n, n_ref)
+        extreme = nulls.most_extreme_binned(name, reference, max(n, 1)) * factor
+        insufficient = n < 1 or null.p_value(extreme) > level
+        return Bound(
+            n=n,
+            min_detectable=max(threshold, null.critical_value(level) / factor),
+            insufficient=insufficient,
+            null_mean=null.mean / factor,
+            reason=(
+                f"{n} rows: even the most extreme window of this size is not significant "
+                f"at level {level:.3g}"
+                if insufficient
+                else ""
+            ),
+        )
+
+    def calibrate(self, name, result, reference, current, level) -> Calibration:
+        from driftgate.monitors import nulls
+
+        value = result.value
+        ref_counts, cur_counts, _ = bin_counts(reference, current)
+        n = int(cur_counts.sum())
+        bound = self.bound(name, reference, n, result.threshold, level)
+        if isinstance(reference, CategoricalProfile) and n >= nulls.CONDITIONAL_MIN_ROWS:
+            null = nulls.conditional_null(name, ref_counts, cur_counts)
+            p_value, null_mean = null.p_value(value), null.mean
+        else:
+            _, n_ref = nulls.null_population(reference)
+            grid_n = nulls.grid_size(n)
+            p_value = nulls.binned_null(name, reference, grid_n).p_value(
+                value * nulls.grid_scale(n, grid_n, n_ref)
+            )
+            null_mean = bound.null_mean
+        return Calibration(
+            p_value=p_value,
+            bias_corrected=value - null_mean,
+            min_detectable=bound.min_detectable,
+            insufficient=bound.insufficient,
+            reason=bound.reason,
+        )
+
+    def smallest_shift(self, name, reference, n, min_detectable, needed, rng) -> float | None:
+        """The smallest mean shift (reference std) of a numeric feature detected with
+        probability ``needed``: windows simulated from the shifted reference ECDF."""
+        if not isinstance(reference, NumericProfile) or not reference.std > 0:
+            return None
+        ref = reference.bin_counts / reference.bin_counts.sum()
+        for shift in SHIFTS:
+            counts = rng.multinomial(n, shifted_bins(reference, shift), size=POWER_DRAWS)
+            values = self.statistic(np.broadcast_to(ref, counts.shape), counts / n)
+            if np.mean(values >= min_detectable) >= needed:
+                return float(shift)
+        return math.inf
+
+    def bare_rate(self, name, reference, n, threshold) -> float:
+        from driftgate.monitors.nulls import binned_null
+
+        draws = binned_null(name, reference, max(n, 1)).components[0][1].draws
+        return float(np.mean(draws >= threshold))

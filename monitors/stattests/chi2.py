@@ -14,6 +14,8 @@ which needs no special case). Value: ``X2 = sum (O - E)^2 / E`` with
 Evidently's ``chi_square`` is a goodness-of-fit test of the current counts against
 the reference proportions; it treats the reference as known rather than a sample and
 breaks on unseen categories (expected count 0), hence this deliberate difference.
+
+Calibrated on its own p-value (:class:`~monitors.stattests.registry.OwnPValue`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,13 @@ from scipy import stats
 
 from driftgate.monitors.profile import CategoricalProfile
 from driftgate.monitors.stattests.binned import bin_counts
-from driftgate.monitors.stattests.registry import InsufficientData, StatTest, TestOutcome, register
+from driftgate.monitors.stattests.registry import (
+    InsufficientData,
+    OwnPValue,
+    StatTest,
+    TestOutcome,
+    register,
+)
 from driftgate.monitors.window import CategoricalWindow
 
 MAX_LISTED_UNSEEN = 20
@@ -66,5 +74,6 @@ register(
         default_threshold=0.05,
         effect_size="Cramer's V = sqrt(X2 / N)",
         default_effect_size_floor=0.1,
+        null=OwnPValue(),
     )
 )

@@ -9,13 +9,16 @@ Value: the Jensen-Shannon *distance* with base-2 logarithms,
 empty bins, so the raw proportions are used (no smoothing). Evidently's
 ``jensenshannon`` uses the natural logarithm (bounded by sqrt(ln 2) ≈ 0.83): multiply
 our value by ``sqrt(ln 2)`` to compare on the same bins.
+
+Calibrated: the binned bootstrap shared with ``kl`` and ``psi``
+(:class:`~monitors.stattests.binned.BinnedBootstrap`), on :func:`js_rows`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from driftgate.monitors.stattests.binned import proportions
+from driftgate.monitors.stattests.binned import BinnedBootstrap, proportions
 from driftgate.monitors.stattests.registry import StatTest, TestOutcome, register
 
 
@@ -29,6 +32,16 @@ def jensen_shannon_distance(p: np.ndarray, q: np.ndarray) -> float:
 
     divergence = max(half_kl(p) + half_kl(q), 0.0)  # rounding can give -1e-17
     return float(min(np.sqrt(divergence), 1.0))
+
+
+def js_rows(p_ref: np.ndarray, p_cur: np.ndarray, absent: np.ndarray | None) -> np.ndarray:
+    """:func:`jensen_shannon_distance` of each row pair of raw proportions (JS needs no
+    smoothing, so ``absent`` changes nothing; vectorised for the bootstrap null)."""
+    m = (p_ref + p_cur) / 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.where(p_ref > 0, p_ref * np.log2(p_ref / m), 0.0)
+        b = np.where(p_cur > 0, p_cur * np.log2(p_cur / m), 0.0)
+    return np.sqrt(np.clip((a.sum(axis=1) + b.sum(axis=1)) / 2, 0.0, 1.0))
 
 
 def js_test(reference, current) -> TestOutcome:
@@ -45,5 +58,7 @@ register(
         direction="distance",
         units="Jensen-Shannon distance, log base 2 (0..1)",
         default_threshold=0.1,
+        null=BinnedBootstrap(js_rows),
+        evidence=4,
     )
 )

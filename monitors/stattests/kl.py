@@ -8,13 +8,16 @@ logarithm), >= 0, unbounded. ``p`` are bin proportions over non-missing values
 reference plus unseen categories), empty bins smoothed to ``EPSILON = 1e-4`` then
 renormalised (see :mod:`monitors.stattests.binned`). The order ``ref || cur`` is the
 one Evidently uses.
+
+Calibrated: the binned bootstrap shared with ``psi`` and ``js``
+(:class:`~monitors.stattests.binned.BinnedBootstrap`), on :func:`kl_rows`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from driftgate.monitors.stattests.binned import proportions, smooth
+from driftgate.monitors.stattests.binned import BinnedBootstrap, proportions, smooth, smooth_rows
 from driftgate.monitors.stattests.registry import StatTest, TestOutcome, register
 
 
@@ -22,6 +25,15 @@ def kl_divergence(p: np.ndarray, q: np.ndarray) -> float:
     """``sum p ln(p / q)`` over bins with ``p > 0`` (``q`` must be positive there)."""
     mask = p > 0
     return float(np.sum(p[mask] * np.log(p[mask] / q[mask])))
+
+
+def kl_rows(p_ref: np.ndarray, p_cur: np.ndarray, absent: np.ndarray | None) -> np.ndarray:
+    """:func:`kl_divergence` of each row pair of raw proportions, smoothed as the engine
+    smooths them (vectorised for the bootstrap null)."""
+    r, c = smooth_rows(p_ref, absent), smooth_rows(p_cur, absent)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(r > 0, r * np.log(r / c), 0.0)
+    return np.sum(terms, axis=1)
 
 
 def kl_test(reference, current) -> TestOutcome:
@@ -38,5 +50,7 @@ register(
         direction="distance",
         units="nats (KL(reference || current), natural log, >= 0)",
         default_threshold=0.1,
+        null=BinnedBootstrap(kl_rows),
+        evidence=2,
     )
 )

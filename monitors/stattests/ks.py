@@ -17,6 +17,10 @@ breakpoint ``v`` (which add up across chunks) therefore give the exact ``D``. Wh
 the profile keeps fewer breakpoints than distinct reference values, ``D`` is a lower
 bound of the true statistic, larger by at most ``details["statistic_error_bound"]``
 (the largest reference share inside one gap).
+
+Calibrated on its own p-value (:class:`KsNull`): a window too small for even ``D = 1``
+to be significant at the level is ``insufficient_data``; ``bias_corrected`` is ``D``
+minus its no-drift mean and ``min_detectable`` the critical ``D`` at the level.
 """
 
 from __future__ import annotations
@@ -28,7 +32,14 @@ import numpy as np
 from scipy import stats
 
 from driftgate.monitors.profile import NumericProfile
-from driftgate.monitors.stattests.registry import InsufficientData, StatTest, TestOutcome, register
+from driftgate.monitors.stattests.registry import (
+    Calibration,
+    InsufficientData,
+    NullModel,
+    StatTest,
+    TestOutcome,
+    register,
+)
 from driftgate.monitors.window import NumericWindow
 
 # scipy.stats.ks_2samp(method="auto") is exact up to this sample size.
@@ -65,6 +76,12 @@ def ks_statistic(reference: NumericProfile, current: NumericWindow) -> float:
     return max(max_positive, max_negative)
 
 
+# Cached: the exact distribution costs up to 50 ms a call at these sizes (and
+# ``kstwo.sf`` past them up to 200 ms), and a calibrated check asks twice per feature
+# (the window's D and D = 1, whether any window of its size could be significant);
+# D = 1 and the small windows' few lattice values of D repeat from check to check.
+# A pure function of its arguments, so a cached answer is the same answer.
+@functools.lru_cache(maxsize=4096)
 def ks_p_value(statistic: float, n_ref: int, n_cur: int) -> tuple[float, float, str]:
     """Statistic (lattice-rounded when exact) and p-value as ``ks_2samp(method="auto")``.
 
@@ -114,6 +131,21 @@ def ks_test(reference: NumericProfile, current: NumericWindow) -> TestOutcome:
     )
 
 
+class KsNull(NullModel):
+    """KS's own p-value, with Kolmogorov's distribution for what the window could flag."""
+
+    def calibrate(self, name, result, reference, current, level) -> Calibration:
+        floor = result.effect_size_floor or 0.0
+        extreme = ks_p_value(1.0, reference.non_missing, current.non_missing)[1]
+        if extreme > level:
+            reason = (
+                f"{current.non_missing} values: even D = 1 is not significant at level {level:.3g}"
+            )
+            return Calibration(result.p_value, None, floor, True, reason)
+        expected, critical = ks_no_drift(reference.non_missing, current.non_missing, level)
+        return Calibration(result.p_value, result.value - expected, max(floor, critical), False)
+
+
 register(
     StatTest(
         name="ks",
@@ -124,5 +156,7 @@ register(
         default_threshold=0.05,
         effect_size="D, the KS statistic",
         default_effect_size_floor=0.05,
+        null=KsNull(),
+        evidence=1,
     )
 )

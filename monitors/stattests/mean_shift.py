@@ -7,12 +7,27 @@ reference population standard deviation (ddof=0); ``details["shift"]`` keeps the
 sign. A constant reference (``std_ref = 0``) gives 0 when the means are equal and
 ``inf`` otherwise. Infinite values are excluded here (they are counted in the
 report's feature info and move the KS and binned statistics).
+
+Calibrated: a two-sample z-test of the means (:class:`MeanShiftNull`),
+``z = shift / sqrt(1/n + 1/n_ref)``.
 """
 
 from __future__ import annotations
 
+import math
+
+from scipy import stats
+
 from driftgate.monitors.profile import NumericProfile
-from driftgate.monitors.stattests.registry import InsufficientData, StatTest, TestOutcome, register
+from driftgate.monitors.stattests.registry import (
+    Bound,
+    Calibration,
+    InsufficientData,
+    NullModel,
+    StatTest,
+    TestOutcome,
+    register,
+)
 from driftgate.monitors.window import NumericWindow
 
 
@@ -42,6 +57,30 @@ def mean_shift_test(reference: NumericProfile, current: NumericWindow) -> TestOu
     )
 
 
+class MeanShiftNull(NullModel):
+    """The two-sample z-test of the means (module docstring)."""
+
+    def bound(self, name, reference, n, threshold, level) -> Bound:
+        if n < 2:
+            return Bound(n, math.inf, True, 0.0, f"{n} finite values: no mean to compare")
+        se = math.sqrt(1 / n + 1 / reference.finite_count)
+        critical = float(stats.norm.isf(level / 2)) * se
+        return Bound(n, max(threshold, critical), False, se * math.sqrt(2 / math.pi))
+
+    def calibrate(self, name, result, reference, current, level) -> Calibration:
+        n = current.finite_count
+        bound = self.bound(name, reference, n, result.threshold, level)
+        if bound.insufficient:
+            return Calibration(1.0, None, None, True, bound.reason)
+        se = math.sqrt(1 / n + 1 / reference.finite_count)
+        p_value = float(2 * stats.norm.sf(result.value / se))
+        return Calibration(p_value, result.value - bound.null_mean, bound.min_detectable, False)
+
+    def smallest_shift(self, name, reference, n, min_detectable, needed, rng) -> float:
+        se = math.sqrt(1 / n + 1 / reference.finite_count)
+        return float(min_detectable + stats.norm.ppf(needed) * se)
+
+
 register(
     StatTest(
         name="mean_shift",
@@ -50,5 +89,7 @@ register(
         direction="distance",
         units="reference standard deviations (|mean_cur - mean_ref| / std_ref)",
         default_threshold=0.25,
+        null=MeanShiftNull(),
+        evidence=7,
     )
 )

@@ -6,11 +6,28 @@ Value: ``|missing_cur / rows_cur - missing_ref / rows_ref|``, an absolute change
 share (0..1); ``details["change"]`` keeps the sign. Missing means NaN / None / NA
 (``pd.isna``); infinite values are not missing. This is the statistic that makes a
 rising missing share visible, since every other test excludes missing values.
+
+Calibrated: one-sided and exact (:class:`MissingShareNull`). H0: the window's missing
+rate is at most the reference rate plus the threshold;
+``p = P(Binomial(n, ref + threshold) >= missing)``; only a *rise* breaches.
 """
 
 from __future__ import annotations
 
-from driftgate.monitors.stattests.registry import InsufficientData, StatTest, TestOutcome, register
+import math
+
+import numpy as np
+from scipy import stats
+
+from driftgate.monitors.stattests.registry import (
+    Bound,
+    Calibration,
+    InsufficientData,
+    NullModel,
+    StatTest,
+    TestOutcome,
+    register,
+)
 
 
 def missing_share_test(reference, current) -> TestOutcome:
@@ -30,6 +47,58 @@ def missing_share_test(reference, current) -> TestOutcome:
     )
 
 
+class MissingShareNull(NullModel):
+    """The exact binomial null of a rise of the missing share (module docstring)."""
+
+    shift_units = "rise of the missing share"
+
+    def bound(self, name, reference, n, threshold, level) -> Bound:
+        bound = reference.missing_share + threshold
+        if bound >= 1 or n < 1:
+            return Bound(n, math.inf, True, 0.0, "reference share + threshold >= 1 or no rows")
+        critical_count = int(stats.binom.isf(level, n, bound)) + 1
+        insufficient = bound**n > level
+        # Over the threshold too: the rise itself must reach it.
+        share = max(critical_count / n, reference.missing_share + threshold)
+        return Bound(
+            n=n,
+            min_detectable=share - reference.missing_share,
+            insufficient=insufficient,
+            null_mean=0.0,
+            reason=(
+                f"{n} rows: even all missing is not significant at level {level:.3g}"
+                if insufficient
+                else ""
+            ),
+        )
+
+    def calibrate(self, name, result, reference, current, level) -> Calibration:
+        threshold = result.threshold
+        n, missing = current.rows, current.missing_count
+        bound = self.bound(name, reference, n, threshold, level)
+        limit = reference.missing_share + threshold
+        p_value = 1.0 if limit >= 1 else float(stats.binom.sf(missing - 1, n, limit))
+        return Calibration(
+            p_value=p_value,
+            bias_corrected=(missing / n) - reference.missing_share if n else None,
+            min_detectable=bound.min_detectable,
+            insufficient=bound.insufficient,
+            reason=bound.reason,
+        )
+
+    def over(self, result) -> bool:
+        # One-sided: only a rise of the missing share is over the threshold.
+        return result.details["change"] >= result.threshold
+
+    def smallest_shift(self, name, reference, n, min_detectable, needed, rng) -> float:
+        limit = reference.missing_share + min_detectable
+        count = math.ceil(limit * n - 1e-9)
+        for rise in np.linspace(0.001, 1 - reference.missing_share, 1000):
+            if stats.binom.sf(count - 1, n, reference.missing_share + rise) >= needed:
+                return float(rise)
+        return math.inf
+
+
 register(
     StatTest(
         name="missing_share",
@@ -38,5 +107,7 @@ register(
         direction="distance",
         units="absolute change of the missing share (0..1)",
         default_threshold=0.05,
+        null=MissingShareNull(),
+        evidence=6,
     )
 )

@@ -15,6 +15,9 @@ cross the reference level inside the gap, this leaves ``W1`` exactly unchanged
 (the integral over the gap is linear in the values there); the outer gaps never
 cross. Elsewhere the error is at most the gap's mass times its width, summed in
 ``details["error_bound"]`` (in the same normalised units; 0 means exact).
+
+Not calibrated: no no-drift distribution at a window's size is known here, so a
+monitor on it must say ``calibrated: false`` and is decided on its threshold alone.
 """
 
 from __future__ import annotations
@@ -106,5 +109,7 @@ register(
         direction="distance",
         units="reference standard deviations (W1 / std_ref)",
         default_threshold=0.1,
+        null=None,
+        evidence=5,
     )
 )
