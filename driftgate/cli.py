@@ -262,7 +262,7 @@ def _window_option(value: str | None) -> str | None:
     """``--window`` parsed by the monitors' own parser, before any store is opened."""
     if value is None:
         return None
-    from driftgate.monitors.rules import parse_duration
+    from driftgate.monitors.durations import parse_duration
 
     try:
         parse_duration(value)  # refuses unknown units, zero, and over the maximum

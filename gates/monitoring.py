@@ -4,12 +4,10 @@
 it reads. These names stay importable from here for existing callers.
 """
 
+from driftgate.monitors.hysteresis import Firing, apply_hysteresis  # noqa: F401 - re-exported
+from driftgate.monitors.results import CONTRACT_PREFIX, MonitorResult  # noqa: F401 - re-exported
 from driftgate.monitors.rules import (  # noqa: F401 - re-exported for existing callers
-    CONTRACT_PREFIX,
-    Firing,
     Monitor,
-    MonitorResult,
-    apply_hysteresis,
     drift_tests_of,
     evaluate_monitor,
     group_by_threshold,

@@ -54,14 +54,14 @@ class FalseAlarms(StrictModel):
     @field_validator("per")
     @classmethod
     def _per_is_a_duration(cls, per: str) -> str:
-        from driftgate.monitors.rules import parse_duration
+        from driftgate.monitors.durations import parse_duration
 
         parse_duration(per)
         return per
 
     @property
     def horizon(self) -> timedelta:
-        from driftgate.monitors.rules import parse_duration
+        from driftgate.monitors.durations import parse_duration
 
         return parse_duration(self.per).to_pytimedelta()
 

@@ -537,7 +537,7 @@ def evaluate_output_monitor(monitor, outputs: OutputsProfile | None, samples: pd
     pass and never a crash; a metric that does not apply to the model's task is
     ``error`` naming both.
     """
-    from driftgate.monitors.rules import PREDICTION_DRIFT, MonitorResult, split_metric
+    from driftgate.monitors.results import PREDICTION_DRIFT, MonitorResult, split_metric
 
     base = {
         "monitor": monitor.name,
@@ -577,7 +577,7 @@ def prediction_tests(outputs: OutputsProfile) -> dict[str, list[str]]:
 
 def _prediction_drift(monitor, outputs: OutputsProfile, frame: pd.DataFrame, base: dict):
     from driftgate.monitors.drift import check_drift
-    from driftgate.monitors.rules import MonitorResult
+    from driftgate.monitors.results import MonitorResult
 
     tests = prediction_tests(outputs)
     # Bonferroni over the outputs tested, through the monitor's own per-test level.
@@ -619,7 +619,7 @@ def _prediction_drift(monitor, outputs: OutputsProfile, frame: pd.DataFrame, bas
 def _performance_estimate(
     monitor, outputs: OutputsProfile, frame: pd.DataFrame, metric: str, base: dict
 ):
-    from driftgate.monitors.rules import MonitorResult
+    from driftgate.monitors.results import MonitorResult
 
     if metric not in ESTIMABLE_METRICS[outputs.task]:
         known = ", ".join(ESTIMABLE_METRICS[outputs.task]) or "none: it has no confidences"

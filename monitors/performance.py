@@ -230,7 +230,7 @@ def evaluate_performance(
     ``decision_threshold`` the service's (binary accuracy).
     Returns a :class:`monitors.rules.MonitorResult` whose ``observed`` is the drop.
     """
-    from driftgate.monitors.rules import MonitorResult, split_metric
+    from driftgate.monitors.results import MonitorResult, split_metric
 
     metric = split_metric(monitor.metric)[1]
     base = {

@@ -20,10 +20,7 @@ engine decided, with its effect-size floor and corrections, and never a second r
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from typing import Literal
 
@@ -32,14 +29,17 @@ from pydantic import Field, field_validator, model_validator
 
 from driftgate.core.yamlconfig import ConfigError, StrictModel
 from driftgate.monitors.budget import FalseAlarms, checks_in, per_test_level
+from driftgate.monitors.durations import parse_duration, validate_cron
 from driftgate.monitors.performance import PERFORMANCE_METRICS, PERFORMANCE_PREFIX
+from driftgate.monitors.results import (
+    CONTRACT_PREFIX,
+    ESTIMATED_METRICS,
+    PERFORMANCE_ESTIMATE,
+    PREDICTION_DRIFT,
+    MonitorResult,
+    split_metric,
+)
 
-CONTRACT_PREFIX = "contract:"
-# Metrics on the model's outputs, read from the profile's outputs (monitors.outputs), not
-# from the drift statistics: ``prediction_drift`` and ``performance_estimate:<metric>``.
-PREDICTION_DRIFT = "prediction_drift"
-PERFORMANCE_ESTIMATE = "performance_estimate"
-ESTIMATED_METRICS = ("accuracy", "roc_auc")
 # Every kind of rule a contract makes (data_contracts.model.Contract.rules), and ``any``
 # for all of them; tests/monitors/test_rules.py fails if the contract grows a new kind.
 CONTRACT_RULE_KINDS = (
@@ -54,43 +54,6 @@ CONTRACT_RULE_KINDS = (
     "categories",
     "unique",
 )
-# A window is read whole: the bound keeps one read's memory finite. A year, because the
-# demo judges yearly windows of its historic data (``--window 365d``).
-MAX_WINDOW = pd.Timedelta(days=366)
-_DURATION = re.compile(r"^(\d{1,9})([smhd])$")
-_UNITS = {"s": "s", "m": "min", "h": "h", "d": "D"}
-
-
-def parse_duration(text: str) -> pd.Timedelta:
-    """``30m``, ``1h``, ``7d`` -> Timedelta: the one syntax of a monitor's ``window`` and
-    of ``driftgate drift-check --window``.
-
-    Raises:
-        ValueError: not ``<digits><s|m|h|d>``, zero (a window that never advances), or
-            longer than :data:`MAX_WINDOW`.
-    """
-    match = _DURATION.match(str(text).strip())
-    if match is None:
-        raise ValueError(
-            f"window '{text}' is not a duration: digits and one unit of s, m, h, d (e.g. 30m, 1h)"
-        )
-    length = pd.Timedelta(int(match[1]), unit=_UNITS[match[2]])
-    if length <= pd.Timedelta(0):
-        raise ValueError(f"window '{text}' is empty: it must be longer than 0")
-    if length > MAX_WINDOW:
-        raise ValueError(f"window '{text}' is longer than the maximum of 366d")
-    return length
-
-
-def split_metric(metric: str) -> tuple[str, str | None]:
-    """A monitor metric as ``(name, argument)``: ``performance_estimate:roc_auc`` ->
-    ``("performance_estimate", "roc_auc")``, ``ks`` -> ``("ks", None)``.
-
-    The one parser of the ``name:argument`` form, for every metric family that takes
-    one (``contract:<kind>``, ``performance_estimate:<metric>``, ``performance:<metric>``).
-    """
-    name, colon, argument = metric.partition(":")
-    return (name, argument) if colon else (metric, None)
 
 
 def is_output_metric(metric: str) -> bool:
@@ -110,20 +73,6 @@ def is_stattest_metric(metric: str) -> bool:
     return (
         split_metric(metric)[1] is None and not is_output_metric(metric) and not _is_traffic(metric)
     )
-
-
-def validate_cron(schedule: str) -> str:
-    """Refuse what Prefect's scheduler would refuse, with the parser it uses (croniter),
-    plus the five-field form: ``driftgate deploy`` hands this string to Prefect."""
-    from croniter import croniter
-
-    fields = schedule.split()
-    if len(fields) != 5:
-        raise ValueError(f"cron schedule needs 5 fields, got {len(fields)}: '{schedule}'")
-    # Prefect refuses croniter's random and hashed expressions (R, H) too.
-    if not croniter.is_valid(schedule) or any(f.casefold() in ("r", "h") for f in fields):
-        raise ValueError(f"cron schedule '{schedule}' is not a valid cron expression")
-    return schedule
 
 
 RETRAIN_ACTION = "retrain"
@@ -448,55 +397,6 @@ def check_monitors_against(
         raise ConfigError("\n".join(problems))
 
 
-@dataclass(frozen=True)
-class MonitorResult:
-    """One monitor on one window.
-
-    ``status`` is ``ok`` (evaluated), ``no_data`` (empty window or all values missing:
-    reported, never a silent pass), ``insufficient_data`` (too few rows for any outcome
-    to be significant at the monitor's level: never a pass, never a breach) or
-    ``error`` (the metric cannot be evaluated). ``observed`` is the worst value among
-    the monitor's features (largest distance, smallest p-value, most failed contract
-    rules; for ``performance_estimate:<metric>`` the estimate, with its sampling error
-    and reference in ``details``); ``p_value`` the smallest p-value of a calibrated
-    decision, ``level`` its per-feature level and ``min_detectable`` the smallest value
-    the window could flag.
-    """
-
-    monitor: str
-    metric: str
-    action: str
-    threshold: float
-    breached: bool
-    observed: float | None
-    status: str = "ok"
-    breached_features: list[str] = field(default_factory=list)
-    reason: str = ""
-    p_value: float | None = None
-    level: float | None = None
-    bias_corrected: float | None = None
-    min_detectable: float | None = None
-    # p-value tests: the smallest effect size that may count as drift (shown, settable).
-    effect_size_floor: float | None = None
-    # Metric-specific facts for the report (an estimate's value, sampling error, ...).
-    details: dict = field(default_factory=dict)
-    # Performance monitors: labelled records, the realized metric and its interval, and
-    # the champion's test metric it is compared with (``observed`` is the drop).
-    labels: int | None = None
-    realized: float | None = None
-    ci: tuple[float, float] | None = None
-    baseline: float | None = None
-
-    def to_dict(self) -> dict:
-        data = asdict(self)
-        if data["ci"] is not None:
-            data["ci"] = [v if math.isfinite(v) else str(v) for v in data["ci"]]
-        for key in ("observed", "p_value", "bias_corrected", "min_detectable", "realized"):
-            if data[key] is not None and not math.isfinite(data[key]):
-                data[key] = str(data[key])
-        return data
-
-
 def _decision_key(monitor: Monitor, features: int) -> tuple:
     return (monitor.threshold, monitor.level(features), monitor.effect_size_floor)
 
@@ -683,28 +583,3 @@ def _contract_monitor(monitor: Monitor, contract_result, base: dict) -> MonitorR
         breached_features=columns,
         reason="; ".join(f"{r.rule}: {r.message}" for r in failed),
     )
-
-
-@dataclass(frozen=True)
-class Firing:
-    """Hysteresis: ``consecutive`` breaching windows so far; ``fire`` when enough;
-    ``why``: why a breaching window does not fire (empty otherwise)."""
-
-    consecutive: int
-    fire: bool
-    why: str = ""
-
-
-def apply_hysteresis(monitor: Monitor, result: MonitorResult, consecutive_before: int) -> Firing:
-    """Count consecutive breaches; a window without data neither counts nor resets."""
-    if result.status != "ok":
-        return Firing(consecutive_before, False)
-    consecutive = consecutive_before + 1 if result.breached else 0
-    fire = result.breached and consecutive >= monitor.consecutive_breaches
-    why = ""
-    if result.breached and not fire:
-        why = (
-            f"hysteresis: breach {consecutive} of {monitor.consecutive_breaches} in a row "
-            "needed to fire"
-        )
-    return Firing(consecutive, fire, why)

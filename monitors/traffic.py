@@ -112,7 +112,7 @@ def share_decision(k: int, n: int, bound: float, threshold: float, level: float 
 
 def evaluate_traffic(monitor, traffic: TrafficCounts | None, base: dict):
     """A traffic monitor on one window (a :class:`monitors.rules.MonitorResult`)."""
-    from driftgate.monitors.rules import MonitorResult
+    from driftgate.monitors.results import MonitorResult
 
     if traffic is None:
         return MonitorResult(
@@ -189,7 +189,7 @@ def _latency(monitor, traffic: TrafficCounts, base: dict):
 
 
 def _result(monitor, base, decision: ShareDecision, breached_features, detail, level=None):
-    from driftgate.monitors.rules import MonitorResult
+    from driftgate.monitors.results import MonitorResult
 
     level = monitor.level(1) if level is None else level
     if decision.observed is None:

@@ -45,10 +45,10 @@ from driftgate.core.yamlconfig import ConfigError
 from driftgate.gates.config import GateConfig
 from driftgate.jobs.retrain import Launcher, start_retrain
 from driftgate.monitors.actions import ActionPorts, ActionRequest, ActionTaken, take_action
+from driftgate.monitors.hysteresis import Firing
 from driftgate.monitors.partitions import Mapper
 from driftgate.monitors.rules import (
     CONTRACT_PREFIX,
-    Firing,
     Monitor,
     MonitorResult,
     check_monitors_against,

@@ -48,7 +48,8 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 
 from driftgate.monitors.actions import ActionTaken
-from driftgate.monitors.rules import Firing, Monitor, MonitorResult, apply_hysteresis
+from driftgate.monitors.hysteresis import Firing, apply_hysteresis
+from driftgate.monitors.rules import Monitor, MonitorResult
 from driftgate.stores._sql import TableStore, write_transaction
 
 # One conversion of window times to stored microseconds, shared with the reviews.

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-from driftgate.monitors.rules import MonitorResult
+from driftgate.monitors.results import MonitorResult
 
 
 class UnknownActionError(KeyError):

@@ -369,7 +369,8 @@ def test_a_window_already_acted_on_says_so_and_the_report_shows_corrected_and_fl
     """Issue 15 item 4: a re-run of a window acted on changes nothing and says why; the
     table carries the bias-corrected value and the effect-size floor."""
     from driftgate.monitors.actions import ActionTaken
-    from driftgate.monitors.rules import Firing, MonitorResult
+    from driftgate.monitors.hysteresis import Firing
+    from driftgate.monitors.rules import MonitorResult
 
     ks = MonitorResult(
         monitor="shape-ks", metric="ks", action="open_review", threshold=0.05, breached=True,

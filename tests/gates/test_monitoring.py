@@ -7,13 +7,8 @@ import pytest
 
 from driftgate.gates.config import load_gate_config
 from driftgate.monitors import ReferenceProfile, check_drift
-from driftgate.monitors.rules import (
-    Monitor,
-    apply_hysteresis,
-    drift_tests_of,
-    evaluate_monitor,
-    group_by_threshold,
-)
+from driftgate.monitors.hysteresis import apply_hysteresis
+from driftgate.monitors.rules import Monitor, drift_tests_of, evaluate_monitor, group_by_threshold
 
 RNG = np.random.default_rng(0)
 REFERENCE = pd.DataFrame({"a": RNG.normal(size=5000), "b": RNG.normal(size=5000)})

@@ -23,6 +23,7 @@ from driftgate.monitors.budget import (
     per_check_budget,
     per_test_level,
 )
+from driftgate.monitors.hysteresis import apply_hysteresis
 from driftgate.monitors.nulls import (
     CONDITIONAL_MIN_ROWS,
     _categorical_population,
@@ -34,7 +35,7 @@ from driftgate.monitors.nulls import (
 )
 from driftgate.monitors.planner import plan_monitor
 from driftgate.monitors.profile import ReferenceProfile
-from driftgate.monitors.rules import Monitor, apply_hysteresis, evaluate_monitor
+from driftgate.monitors.rules import Monitor, evaluate_monitor
 from driftgate.monitors.stattests.binned import bin_counts
 from driftgate.monitors.window import summarise_window
 

@@ -263,7 +263,8 @@ def test_metrics_show_each_monitors_latest_verdict_insufficient_data_included(
 ):
     """Issue 15: a window too small to decide is reported on /metrics as itself, never
     as a pass; a catch-up of an older window does not overwrite the newest verdict."""
-    from driftgate.monitors.rules import Firing, MonitorResult
+    from driftgate.monitors.hysteresis import Firing
+    from driftgate.monitors.rules import MonitorResult
     from driftgate.stores.monitor_state import MonitorStateStore
 
     def verdict(status: str, breached: bool, observed: float | None) -> MonitorResult:

@@ -79,7 +79,7 @@ def test_a_breach_that_does_not_fire_says_why(store):
 
 
 def test_the_latest_verdict_follows_the_newest_window(store):
-    from driftgate.monitors.rules import Firing
+    from driftgate.monitors.hysteresis import Firing
 
     def record(outcome, window, fired=False):
         store.record_status(
