@@ -91,6 +91,48 @@ def test_drift_check_refuses_a_bad_window_or_end_with_exit_2(project, args, opti
     assert not (project / "state").exists()  # refused before any store was opened
 
 
+@pytest.mark.parametrize(
+    ("command", "option", "moment"),
+    [
+        (["drift-check"], "--end", "9999-12-31T00:00:00Z"),
+        (["drift-check"], "--end", "1600-01-01"),
+        (["samples", "purge"], "--now", "9999-12-31T00:00:00Z"),
+        (["samples", "purge"], "--now", "2262-01-01T00:00:00Z"),
+    ],
+)
+def test_a_time_option_beyond_what_pandas_can_hold_is_exit_2(project, command, option, moment):
+    """pandas parses year 9999 (at second resolution), so these passed the option's
+    check and ended in an OutOfBoundsDatetime traceback, exit 1, at the first
+    nanosecond arithmetic (the window's start, the retention cutoff)."""
+    (project / "driftgate.yaml").write_text(
+        "home: state\nmodel: {name: cli-model}\nserving: {sample_retention: 30d}\n"
+    )
+    done = driftgate(*command, option, moment, "-c", "driftgate.yaml", cwd=project)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    assert f"Invalid value for '{option}'" in done.stderr
+    assert "outside [1678-01-01," in done.stderr
+    assert not (project / "state").exists()  # refused before any store was opened
+
+
+@pytest.mark.parametrize(
+    ("now", "cutoff"),
+    [
+        ("2261-12-31T23:59:59Z", "2162-01-24T23:59:59"),  # the latest accepted - 36500d
+        ("1678-02-01T00:00:00Z", "1678-01-01T00:00:00"),  # clamped: nothing is earlier
+    ],
+)
+def test_purge_at_the_edges_of_the_accepted_times_answers(project, now, cutoff):
+    """A retention longer than the time since 1678 put the cutoff before what pandas
+    holds (OutOfBoundsDatetime, exit 1); the cutoff is now the earliest storable time."""
+    (project / "driftgate.yaml").write_text(
+        "home: state\nmodel: {name: cli-model}\nserving: {sample_retention: 36500d}\n"
+    )
+    done = driftgate("samples", "purge", "--now", now, "-c", "driftgate.yaml", cwd=project)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f'"cutoff": "{cutoff}' in done.stdout
+
+
 # -- a locked control database is exit 3 within a bounded time ----------------------------
 
 
