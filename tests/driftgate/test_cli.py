@@ -133,6 +133,44 @@ def test_purge_at_the_edges_of_the_accepted_times_answers(project, now, cutoff):
     assert f'"cutoff": "{cutoff}' in done.stdout
 
 
+# -- a labels file whose cells are not single values ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("column", "cells", "shown"),
+    [
+        ("label", [[0, 1], [1]], "array([0, 1])"),  # was a traceback from numpy's item()
+        ("label", [[1], [0]], "array([1])"),  # was silently read as the label 1
+        ("label", [{"y": 1}, {"y": 0}], "{'y': 1}"),  # a struct column
+        ("request_id", [["a"], ["b"]], "array(['a']"),  # was read as the text "['a']"
+    ],
+)
+def test_a_labels_file_with_list_cells_is_exit_2_naming_file_and_column(
+    project, column, cells, shown
+):
+    import pandas as pd
+
+    frame = {"request_id": ["a", "b"], "record_index": [0, 0], "label": [1, 0]}
+    pd.DataFrame({**frame, column: cells}).to_parquet(project / "labels.parquet")
+    done = driftgate("labels", "load", "labels.parquet", "-c", "driftgate.yaml", cwd=project)
+    assert done.returncode == 2, done.stdout + done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    assert f"labels.parquet: column {column}: row 0 is {shown}" in done.stderr
+    assert "not a single value" in done.stderr
+    assert not (project / "state").exists()  # refused before any store was opened
+
+
+def test_a_labels_file_of_text_labels_is_judged_row_by_row(project):
+    """*control*: an object column of single values passes the file check."""
+    import pandas as pd
+
+    frame = {"request_id": ["a"], "record_index": [0], "label": ["rain"]}
+    pd.DataFrame(frame).to_parquet(project / "labels.parquet")
+    done = driftgate("labels", "load", "labels.parquet", "-c", "driftgate.yaml", cwd=project)
+    assert done.returncode == 1, done.stderr[-2000:]  # judged: no such served record
+    assert '"unknown": 1' in done.stdout
+
+
 # -- a locked control database is exit 3 within a bounded time ----------------------------
 
 
