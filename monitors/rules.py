@@ -24,11 +24,11 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 import pandas as pd
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from driftgate.core.yamlconfig import ConfigError, StrictModel
 from driftgate.monitors.budget import FalseAlarms, checks_in, per_test_level
@@ -115,7 +115,7 @@ def is_stattest_metric(metric: str) -> bool:
 def validate_cron(schedule: str) -> str:
     """Refuse what Prefect's scheduler would refuse, with the parser it uses (croniter),
     plus the five-field form: ``driftgate deploy`` hands this string to Prefect."""
-    from croniter import croniter
+    from croniter import CroniterBadDateError, croniter
 
     fields = schedule.split()
     if len(fields) != 5:
@@ -123,6 +123,17 @@ def validate_cron(schedule: str) -> str:
     # Prefect refuses croniter's random and hashed expressions (R, H) too.
     if not croniter.is_valid(schedule) or any(f.casefold() in ("r", "h") for f in fields):
         raise ValueError(f"cron schedule '{schedule}' is not a valid cron expression")
+    # Each field valid, no date matching them all (30 February, 31 April): croniter
+    # accepts the expression, Prefect would schedule a deployment that never runs, and
+    # counting its fires (the false-alarm budget of every drift check, `monitors plan`,
+    # `deploy`'s warnings) raised CroniterBadDateError. The rarest real date, 29
+    # February, is at most 8 years ahead, well inside croniter's search.
+    try:
+        croniter(schedule, datetime(2026, 1, 1, tzinfo=UTC)).get_next(datetime)
+    except CroniterBadDateError:
+        raise ValueError(
+            f"cron schedule '{schedule}' never fires: no date has that day and month"
+        ) from None
     return schedule
 
 
@@ -311,8 +322,12 @@ class Monitor(StrictModel):
 
     @field_validator("schedule")
     @classmethod
-    def _schedule_is_a_cron(cls, schedule: str) -> str:
-        return validate_cron(schedule)
+    def _schedule_is_a_cron(cls, schedule: str, info: ValidationInfo) -> str:
+        try:
+            return validate_cron(schedule)
+        except ValueError as exc:  # name the monitor: the key is only its list index
+            name = info.data.get("name")
+            raise ValueError(f"monitor '{name}': {exc}" if name else str(exc)) from None
 
     @model_validator(mode="after")
     def _retrain_settings_need_retrain(self) -> Monitor:

@@ -171,6 +171,27 @@ def test_a_labels_file_of_text_labels_is_judged_row_by_row(project):
     assert '"unknown": 1' in done.stdout
 
 
+# -- a monitor's cron that never fires -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["monitors", "plan", "--rows-per-window", "100"], ["deploy", "--dry-run"], ["drift-check"]],
+)
+def test_a_monitor_cron_that_never_fires_is_exit_2_naming_file_and_monitor(project, command):
+    """`0 0 30 2 *` (30 February) loaded; with a champion, the plan's and the drift
+    check's count of checks per month raised CroniterBadDateError (a traceback, exit
+    1). Refused when the gate config loads, by every command that loads it."""
+    gates = (Path(__file__).parents[2] / "gates" / "gates.yaml").read_text()
+    assert 'schedule: "0 * * * *"' in gates
+    (project / "gates.yaml").write_text(gates.replace('"0 * * * *"', '"0 0 30 2 *"', 1))
+    done = driftgate(*command, "--gates", "gates.yaml", "-c", "driftgate.yaml", cwd=project)
+    assert done.returncode == 2, done.stdout + done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    assert "error: gates.yaml: monitors.0.schedule: " in done.stderr
+    assert "monitor 'mean-shift-kl': cron schedule '0 0 30 2 *' never fires" in done.stderr
+
+
 # -- a locked control database is exit 3 within a bounded time ----------------------------
 
 
