@@ -15,7 +15,10 @@ What is inferred, per column:
 - categories: a pandas ``category`` column lists all its declared levels; int and
   string columns with few distinct values list them (an int column with at most
   ``max_categories`` values gets categories instead of a range).
-- ``unique: true`` for datetime and string columns whose values are all distinct.
+- ``unique: true`` for string columns whose values are all distinct (ids). Never for
+  datetime columns: distinct event times are a property of the file inferred on, and a
+  retrain's data holds production records whose time is their request's, shared by every
+  record of a multi-record request.
 - rows: ``min: 1``. Columns named in ``optional`` get ``required: false``.
 """
 
@@ -109,7 +112,7 @@ def _infer_column(
         spec.update(_infer_range(values, dtype, margin, quantile))
     elif dtype == "string" and 0 < distinct <= max_categories:
         spec["categories"] = sorted(str(v) for v in values.unique())
-    if dtype in ("datetime", "string") and len(values) > 1 and distinct == len(values):
+    if dtype == "string" and len(values) > 1 and distinct == len(values):
         spec["unique"] = True
     return ColumnSpec(**spec)
 

@@ -271,16 +271,21 @@ def _window_option(value: str | None) -> str | None:
     return value
 
 
-def _end_option(value: str | None) -> str | None:
-    """``--end`` checked as an ISO time before any store is opened."""
+def _time_option(value: str | None) -> str | None:
+    """A time option (``--end``, ``--now``) checked before any store is opened: an ISO
+    time the sample store can hold. Click names the option in the message."""
     if value is None:
         return None
-    from driftgate.stores.samples import to_utc
+    from driftgate.stores.samples import storable_time, to_utc
 
     try:
         to_utc(value)
     except (ValueError, TypeError, OverflowError) as exc:
         raise typer.BadParameter(f"{value!r} is not an ISO time ({exc})") from None
+    try:  # parses, but pandas' nanosecond arithmetic on it (a window's start) overflows
+        storable_time(value)
+    except (ValueError, OverflowError) as exc:
+        raise typer.BadParameter(str(exc)) from None
     return value
 
 
@@ -294,7 +299,7 @@ def drift_check(
         callback=_window_option,
     ),
     end: str | None = typer.Option(
-        None, "--end", help="Window end, ISO time (default: now).", callback=_end_option
+        None, "--end", help="Window end, ISO time (default: now).", callback=_time_option
     ),
     monitor: list[str] = typer.Option([], "--monitor", help="Only these monitors (repeatable)."),
     source: str | None = typer.Option(
@@ -397,7 +402,7 @@ samples_app = typer.Typer(help="The sample store.", no_args_is_help=True)
 @samples_app.command("purge")
 def samples_purge(
     now: str | None = typer.Option(
-        None, "--now", help="Judge age from this ISO time (default: now).", callback=_end_option
+        None, "--now", help="Judge age from this ISO time (default: now).", callback=_time_option
     ),
     config_path: Path | None = ConfigOption,
 ) -> None:

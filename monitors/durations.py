@@ -4,6 +4,7 @@ a schedule's cron expression, each parsed in one place."""
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 
 import pandas as pd
 
@@ -38,7 +39,7 @@ def parse_duration(text: str) -> pd.Timedelta:
 def validate_cron(schedule: str) -> str:
     """Refuse what Prefect's scheduler would refuse, with the parser it uses (croniter),
     plus the five-field form: ``driftgate deploy`` hands this string to Prefect."""
-    from croniter import croniter
+    from croniter import CroniterBadDateError, croniter
 
     fields = schedule.split()
     if len(fields) != 5:
@@ -46,4 +47,15 @@ def validate_cron(schedule: str) -> str:
     # Prefect refuses croniter's random and hashed expressions (R, H) too.
     if not croniter.is_valid(schedule) or any(f.casefold() in ("r", "h") for f in fields):
         raise ValueError(f"cron schedule '{schedule}' is not a valid cron expression")
+    # Each field valid, no date matching them all (30 February, 31 April): croniter
+    # accepts the expression, Prefect would schedule a deployment that never runs, and
+    # counting its fires (the false-alarm budget of every drift check, `monitors plan`,
+    # `deploy`'s warnings) raised CroniterBadDateError. The rarest real date, 29
+    # February, is at most 8 years ahead, well inside croniter's search.
+    try:
+        croniter(schedule, datetime(2026, 1, 1, tzinfo=UTC)).get_next(datetime)
+    except CroniterBadDateError:
+        raise ValueError(
+            f"cron schedule '{schedule}' never fires: no date has that day and month"
+        ) from None
     return schedule

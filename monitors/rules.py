@@ -25,7 +25,7 @@ from datetime import timedelta
 from typing import Literal
 
 import pandas as pd
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from driftgate.core.yamlconfig import ConfigError, StrictModel
 from driftgate.monitors.budget import FalseAlarms, checks_in, per_test_level
@@ -260,8 +260,12 @@ class Monitor(StrictModel):
 
     @field_validator("schedule")
     @classmethod
-    def _schedule_is_a_cron(cls, schedule: str) -> str:
-        return validate_cron(schedule)
+    def _schedule_is_a_cron(cls, schedule: str, info: ValidationInfo) -> str:
+        try:
+            return validate_cron(schedule)
+        except ValueError as exc:  # name the monitor: the key is only its list index
+            name = info.data.get("name")
+            raise ValueError(f"monitor '{name}': {exc}" if name else str(exc)) from None
 
     @model_validator(mode="after")
     def _retrain_settings_need_retrain(self) -> Monitor:

@@ -66,7 +66,7 @@ from driftgate.stores.factories import (
     open_reader,
     review_store,
 )
-from driftgate.stores.samples import to_utc
+from driftgate.stores.samples import storable_time, time_before, to_utc
 
 log = logging.getLogger(__name__)
 
@@ -928,7 +928,7 @@ def plan_windows(
     """
     from driftgate.stores.samples import utc_now
 
-    end = to_utc(end or utc_now())
+    end = storable_time(end or utc_now())  # also a flow run's `end`: no CLI checked it
     monitors = gates.monitors
     if names:
         unknown = sorted(set(names) - {m.name for m in monitors})
@@ -944,7 +944,7 @@ def plan_windows(
         groups.setdefault(key, []).append(monitor)
     planned = []
     for (length, last), group in groups.items():
-        current_start = end - length
+        current_start = time_before(end, length)
         missed = []
         if last is not None and max_catch_up > 0 and last + length <= current_start:
             # Counted, not listed: a long outage with a short window must not build a
@@ -1040,9 +1040,9 @@ def plan_rejudgements(
     version = registry.alias_version(config.tracking, name, registry.CHAMPION_ALIAS)
     if version is None:
         return []
-    end = to_utc(end or utc_now())
+    end = storable_time(end or utc_now())  # also a flow run's `end`: no CLI checked it
     horizon = config.serving.horizon
-    since = None if horizon is None else end - horizon
+    since = None if horizon is None else time_before(end, horizon)
     state, labels = monitor_state_store(config), None
     windows: dict[tuple[pd.Timestamp, pd.Timestamp], list[Monitor]] = {}
     try:

@@ -205,6 +205,8 @@ def read_label_file(path: str | Path) -> list[LabelInput]:
             f"{path}: missing column(s) {', '.join(missing)} (a labels file has "
             f"{', '.join(LABEL_COLUMNS)}; found: {', '.join(map(str, frame.columns))})"
         )
+    for column in ("request_id", "label"):
+        _refuse_non_scalars(frame, column, path)
     indexes = pd.to_numeric(frame["record_index"], errors="coerce")
     bad = indexes.isna() | (indexes % 1 != 0) | (indexes < 0)
     if bad.any():
@@ -219,6 +221,24 @@ def read_label_file(path: str | Path) -> list[LabelInput]:
     ):
         items.append(LabelInput(position, request_id, int(index), _plain(label)))
     return items
+
+
+def _refuse_non_scalars(frame: pd.DataFrame, column: str, path: str | Path) -> None:
+    """A Parquet list, map or struct column holds arrays and dicts: a label [0, 1]
+    ended in a traceback (numpy's ``item()``), [1] was silently read as 1, and a list
+    request id was read as the text "['a']". A file whose cells are not single values
+    is not a labels file: refused whole, naming the column and the first such row."""
+    if not pd.api.types.is_object_dtype(frame[column]):
+        return  # typed columns (numbers, strings) hold single values by construction
+    scalar = frame[column].map(pd.api.types.is_scalar).to_numpy(dtype=bool)
+    if not scalar.all():
+        row = int((~scalar).nonzero()[0][0])
+        shown = repr(frame[column].iloc[row])
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise LabelFileError(
+            f"{path}: column {column}: row {row} is {shown}, not a single value "
+            "(a list, array or mapping; one label per request id and record index)"
+        )
 
 
 def _plain(value: object) -> object:

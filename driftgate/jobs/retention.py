@@ -27,7 +27,13 @@ from driftgate.config import ProjectConfig
 from driftgate.core.yamlconfig import ConfigError
 from driftgate.stores._sql import StoreError, is_sql_url
 from driftgate.stores.factories import review_store
-from driftgate.stores.samples import PurgeResult, SqlSampleStore, to_utc, utc_now
+from driftgate.stores.samples import (
+    PurgeResult,
+    SqlSampleStore,
+    storable_time,
+    time_before,
+    utc_now,
+)
 
 
 def review_windows(config: ProjectConfig) -> list[tuple[str, str]]:
@@ -60,7 +66,7 @@ def purge_samples(config: ProjectConfig, *, now=None) -> PurgeResult:
     url = config.serving.sample_store(config.home_dir)
     if not is_sql_url(url):
         raise StoreError("serving.sample_store_url: retention needs a SQL sample store")
-    cutoff = to_utc(now or utc_now()) - pd.Timedelta(retention)
+    cutoff = time_before(storable_time(now or utc_now()), pd.Timedelta(retention))
     protected = review_windows(config)
     store = SqlSampleStore(url, sqlite_synchronous=config.serving.sqlite_synchronous)
     try:

@@ -319,14 +319,31 @@ def _to_us(moment: object) -> int:
     return to_utc(moment).value // 1000
 
 
-def _storable_us(moment: datetime) -> int:
+def storable_time(moment: object) -> pd.Timestamp:
+    """``moment`` as a UTC Timestamp, refused (ValueError) outside the times the store
+    holds. Also the bound of every time a user gives a job (a window's end, retention's
+    "now"): pandas parses ``9999-12-31`` at second resolution, but the first nanosecond
+    arithmetic on it (a window's start, a cutoff) overflows."""
     stamp = to_utc(moment)
     if not EARLIEST_TIMESTAMP <= stamp < LATEST_TIMESTAMP:
         raise ValueError(
-            f"sample time {moment!r} outside [{EARLIEST_TIMESTAMP:%Y-%m-%d}, "
-            f"{LATEST_TIMESTAMP:%Y-%m-%d})"
+            f"time {moment!r} outside [{EARLIEST_TIMESTAMP:%Y-%m-%d}, "
+            f"{LATEST_TIMESTAMP:%Y-%m-%d}), the times the sample store holds"
         )
-    return stamp.value // 1000
+    return stamp.as_unit("ns")
+
+
+def time_before(moment: pd.Timestamp, length: pd.Timedelta) -> pd.Timestamp:
+    """``moment - length``, but never before :data:`EARLIEST_TIMESTAMP`: the store holds
+    nothing earlier, and pandas holds little earlier (a 366-day window ending in
+    February 1678 would start before 1677-09-21, an OutOfBoundsDatetime)."""
+    earliest = pd.Timestamp(EARLIEST_TIMESTAMP)
+    # earliest + length, not moment - earliest: that difference may exceed a Timedelta.
+    return moment - length if moment >= earliest + length else earliest
+
+
+def _storable_us(moment: datetime) -> int:
+    return storable_time(moment).value // 1000
 
 
 def _json_value(value):

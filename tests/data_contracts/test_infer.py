@@ -47,11 +47,15 @@ def test_dtypes_nulls_categories_and_uniqueness_are_inferred() -> None:
             "count": np.arange(40),
             "flag": [True, False] * 20,
             "score": [np.nan] * 4 + list(np.linspace(0, 1, 36)),
+            "day": pd.date_range("2020-01-01", periods=40, freq="D"),
         }
     )
     contract = infer_contract(frame, name="toy", optional=["flag"])
     columns = contract.columns
     assert columns["id"].dtype == "string" and columns["id"].unique
+    # Distinct days are this file's property: production records of one request share
+    # their time, and a retrain trains on them (docs/monitors.md).
+    assert columns["day"].dtype == "datetime" and not columns["day"].unique
     assert columns["colour"].categories == ["blue", "red"]
     assert columns["count"].dtype == "int" and columns["count"].min <= 0
     assert columns["flag"].dtype == "bool" and not columns["flag"].required

@@ -11,7 +11,7 @@ from driftgate.core.yamlconfig import ConfigError
 from driftgate.data_contracts import RULE_KINDS, Contract
 from driftgate.data_contracts.model import rule_kind
 
-from .conftest import CONTRACT_PATH
+from .conftest import CONTRACT_PATH, with_column
 
 VALID = """
 name: toy
@@ -41,7 +41,7 @@ def test_yaml_round_trip_keeps_the_contract(contract: Contract) -> None:
 
 
 def test_rule_ids_follow_the_scheme(contract: Contract) -> None:
-    ids = [rule.id for rule in contract.rules()]
+    ids = [rule.id for rule in with_column(contract, "date", unique=True).rules()]
     assert ids[:2] == ["table.row_count", "table.extra_columns"]
     assert "columns.temperature.nulls" in ids
     assert "columns.temperature.range" in ids

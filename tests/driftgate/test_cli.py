@@ -91,6 +91,107 @@ def test_drift_check_refuses_a_bad_window_or_end_with_exit_2(project, args, opti
     assert not (project / "state").exists()  # refused before any store was opened
 
 
+@pytest.mark.parametrize(
+    ("command", "option", "moment"),
+    [
+        (["drift-check"], "--end", "9999-12-31T00:00:00Z"),
+        (["drift-check"], "--end", "1600-01-01"),
+        (["samples", "purge"], "--now", "9999-12-31T00:00:00Z"),
+        (["samples", "purge"], "--now", "2262-01-01T00:00:00Z"),
+    ],
+)
+def test_a_time_option_beyond_what_pandas_can_hold_is_exit_2(project, command, option, moment):
+    """pandas parses year 9999 (at second resolution), so these passed the option's
+    check and ended in an OutOfBoundsDatetime traceback, exit 1, at the first
+    nanosecond arithmetic (the window's start, the retention cutoff)."""
+    (project / "driftgate.yaml").write_text(
+        "home: state\nmodel: {name: cli-model}\nserving: {sample_retention: 30d}\n"
+    )
+    done = driftgate(*command, option, moment, "-c", "driftgate.yaml", cwd=project)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    assert f"Invalid value for '{option}'" in done.stderr
+    assert "outside [1678-01-01," in done.stderr
+    assert not (project / "state").exists()  # refused before any store was opened
+
+
+@pytest.mark.parametrize(
+    ("now", "cutoff"),
+    [
+        ("2261-12-31T23:59:59Z", "2162-01-24T23:59:59"),  # the latest accepted - 36500d
+        ("1678-02-01T00:00:00Z", "1678-01-01T00:00:00"),  # clamped: nothing is earlier
+    ],
+)
+def test_purge_at_the_edges_of_the_accepted_times_answers(project, now, cutoff):
+    """A retention longer than the time since 1678 put the cutoff before what pandas
+    holds (OutOfBoundsDatetime, exit 1); the cutoff is now the earliest storable time."""
+    (project / "driftgate.yaml").write_text(
+        "home: state\nmodel: {name: cli-model}\nserving: {sample_retention: 36500d}\n"
+    )
+    done = driftgate("samples", "purge", "--now", now, "-c", "driftgate.yaml", cwd=project)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f'"cutoff": "{cutoff}' in done.stdout
+
+
+# -- a labels file whose cells are not single values ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("column", "cells", "shown"),
+    [
+        ("label", [[0, 1], [1]], "array([0, 1])"),  # was a traceback from numpy's item()
+        ("label", [[1], [0]], "array([1])"),  # was silently read as the label 1
+        ("label", [{"y": 1}, {"y": 0}], "{'y': 1}"),  # a struct column
+        ("request_id", [["a"], ["b"]], "array(['a']"),  # was read as the text "['a']"
+    ],
+)
+def test_a_labels_file_with_list_cells_is_exit_2_naming_file_and_column(
+    project, column, cells, shown
+):
+    import pandas as pd
+
+    frame = {"request_id": ["a", "b"], "record_index": [0, 0], "label": [1, 0]}
+    pd.DataFrame({**frame, column: cells}).to_parquet(project / "labels.parquet")
+    done = driftgate("labels", "load", "labels.parquet", "-c", "driftgate.yaml", cwd=project)
+    assert done.returncode == 2, done.stdout + done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    assert f"labels.parquet: column {column}: row 0 is {shown}" in done.stderr
+    assert "not a single value" in done.stderr
+    assert not (project / "state").exists()  # refused before any store was opened
+
+
+def test_a_labels_file_of_text_labels_is_judged_row_by_row(project):
+    """*control*: an object column of single values passes the file check."""
+    import pandas as pd
+
+    frame = {"request_id": ["a"], "record_index": [0], "label": ["rain"]}
+    pd.DataFrame(frame).to_parquet(project / "labels.parquet")
+    done = driftgate("labels", "load", "labels.parquet", "-c", "driftgate.yaml", cwd=project)
+    assert done.returncode == 1, done.stderr[-2000:]  # judged: no such served record
+    assert '"unknown": 1' in done.stdout
+
+
+# -- a monitor's cron that never fires -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["monitors", "plan", "--rows-per-window", "100"], ["deploy", "--dry-run"], ["drift-check"]],
+)
+def test_a_monitor_cron_that_never_fires_is_exit_2_naming_file_and_monitor(project, command):
+    """`0 0 30 2 *` (30 February) loaded; with a champion, the plan's and the drift
+    check's count of checks per month raised CroniterBadDateError (a traceback, exit
+    1). Refused when the gate config loads, by every command that loads it."""
+    gates = (Path(__file__).parents[2] / "gates" / "gates.yaml").read_text()
+    assert 'schedule: "0 * * * *"' in gates
+    (project / "gates.yaml").write_text(gates.replace('"0 * * * *"', '"0 0 30 2 *"', 1))
+    done = driftgate(*command, "--gates", "gates.yaml", "-c", "driftgate.yaml", cwd=project)
+    assert done.returncode == 2, done.stdout + done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    assert "error: gates.yaml: monitors.0.schedule: " in done.stderr
+    assert "monitor 'mean-shift-kl': cron schedule '0 0 30 2 *' never fires" in done.stderr
+
+
 # -- a locked control database is exit 3 within a bounded time ----------------------------
 
 

@@ -119,3 +119,20 @@ def test_a_long_outage_with_a_short_window_plans_only_the_newest_windows(gates):
         ("2035-06-01T11:59:58+00:00", "2035-06-01T11:59:59+00:00"),
         ("2035-06-01T11:59:59+00:00", "2035-06-01T12:00:00+00:00"),
     ]
+
+
+def test_a_long_window_ending_in_1678_starts_at_the_earliest_storable_time(gates):
+    """The window's start (end - 366d) fell before 1677-09-21, which pandas cannot
+    hold: OutOfBoundsDatetime, a traceback from `drift-check --end 1678-02-01`."""
+    from driftgate.stores.samples import EARLIEST_TIMESTAMP
+
+    planned = plan_windows(gates, end="1678-02-01T00:00:00Z", window="366d")
+    assert [(start, end) for start, end, _ in planned] == [
+        (pd.Timestamp(EARLIEST_TIMESTAMP), pd.Timestamp("1678-02-01", tz="UTC"))
+    ]
+
+
+def test_a_window_end_beyond_the_storable_times_is_refused(gates):
+    """A flow run's `end` reaches plan_windows without the CLI's check."""
+    with pytest.raises(ValueError, match=r"9999-12-31.*outside \[1678-01-01, 2262-01-01\)"):
+        plan_windows(gates, end="9999-12-31T00:00:00Z")

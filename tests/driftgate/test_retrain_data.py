@@ -5,11 +5,16 @@ data, the folder written once and reused, and what is refused, with its reason."
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from driftgate.jobs.data import prepare_data
+from driftgate.jobs.feedback import LabelInput, submit_labels
 from driftgate.jobs.retrain_data import retrain_data
+from driftgate.stores.labels import LabelStore
 from driftgate.stores.samples import Sample, SqlSampleStore
+from driftgate.training.prepared import load_splits
+from driftgate.training.train import TrainParams
 from tests.driftgate.test_performance_monitor import label, write_window
 
 WINDOW = ("2041-03-01", "2041-03-02")
@@ -85,3 +90,62 @@ def test_labelled_samples_without_the_models_features_are_refused_by_name(projec
     with pytest.raises(ValueError, match=r"no column\(s\) \['temperature', 'dew_point'"):
         retrain_data(config, "rt-3", window)
     assert not (config.home_dir / "retrains" / "rt-3" / "data").exists()  # nothing half-written
+
+
+def test_labelled_records_of_multi_record_requests_pass_the_contract_and_train(project):
+    """The service stamps a request's time on each of its records: 8 requests of 5
+    records are 40 rows with 8 distinct times. The demo contract had `date: unique`
+    (a property of its one-row-per-day file), so the retrain's contract check refused
+    them (ContractBreach: columns.date.unique) and every retrain learning from a
+    multi-record request failed before training."""
+    from driftgate.jobs.train import run_training
+
+    config, url, rows = project["config"], project["url"], project["rows"]
+    window, requests, per_request = ("2041-05-01", "2041-05-02"), 8, 5
+    features = list(project["data"].features)
+    records = rows[features].to_dict("records")
+    start = pd.Timestamp(window[0], tz="UTC")
+    store = SqlSampleStore(url)
+    store.append(
+        [
+            Sample(
+                timestamp=start + pd.Timedelta(hours=r), request_id=f"multi-{r}",
+                record_index=i, model_name="rainfall-classifier", model_version="1",
+                features={k: float(v) for k, v in records[r * per_request + i].items()},
+                prediction=0.7, predicted_class=1,
+            )
+            for r in range(requests)
+            for i in range(per_request)
+        ]
+    )  # fmt: skip
+    store.close()
+    truth = rows["rain"].astype(int).tolist()
+    labels = LabelStore(url)
+    try:
+        outcome = submit_labels(
+            labels,
+            [
+                LabelInput(r * per_request + i, f"multi-{r}", i, truth[r * per_request + i])
+                for r in range(requests)
+                for i in range(per_request)
+            ],
+            outputs_of=lambda name, version: ("binary", ()),
+            horizon=None,
+            all_or_nothing=False,
+        )
+    finally:
+        labels.close()
+    assert outcome.counts()["accepted"] == requests * per_request
+    built = retrain_data(config, "rt-multi", window)
+    assert sum(built.added.values()) == requests * per_request
+    # The data the contract is checked on holds the shared times: the scenario is real.
+    train = load_splits(built.folder).train
+    assert train["date"].iloc[-built.added["train"] :].duplicated().sum() > 0
+    # As jobs.retrain.run_locally trains: the contract enforced, then fit and register
+    # (its own model name and two epochs: the check and the training are what is tested).
+    retrain_config = built.config.model_copy(deep=True)
+    retrain_config.model = retrain_config.model.model_copy(update={"name": "rainfall-multi"})
+    retrain_config.train = TrainParams(max_epochs=2, patience=2)
+    trained = run_training(retrain_config, on_epoch=None)
+    assert trained.registered.version == "1"
+    assert trained.epochs_run >= 1

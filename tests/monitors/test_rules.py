@@ -76,6 +76,25 @@ def test_a_schedule_the_scheduler_cannot_parse_is_refused(tmp_path, schedule):
     assert "monitors.0.schedule" in refusal(tmp_path, schedule=schedule)
 
 
+@pytest.mark.parametrize("schedule", ["0 0 30 2 *", "0 0 31 4 *", "0 12 31 2,4,6,9,11 *"])
+def test_a_schedule_that_never_fires_is_refused_naming_the_monitor(tmp_path, schedule):
+    """Prefect and croniter accept these (each field is valid); no date matches them.
+    They loaded, and counting the checks of the false-alarm budget raised
+    CroniterBadDateError in `monitors plan`, `deploy` and every drift check."""
+    message = refusal(tmp_path, schedule=schedule)
+    assert "gates.yaml: monitors.0.schedule" in message
+    assert f"monitor 'kl-rule': cron schedule '{schedule}' never fires" in message
+
+
+@pytest.mark.parametrize("schedule", ["0 0 29 2 *", "0 0 30 2 1"])
+def test_a_rare_schedule_still_loads_and_counts_its_checks(tmp_path, schedule):
+    """*control*: 29 February fires every four years; a day of the month and a day of
+    the week are either-or in cron (the Mondays of February, 30 February or not).
+    Neither fires in the budget's 30 days from 5 January: counted as one check."""
+    (monitor,) = load_gate_config(gates_file(tmp_path, schedule=schedule)).monitors
+    assert monitor.checks_per_horizon == 1
+
+
 @pytest.mark.parametrize(
     "schedule",
     ["0 * * * *", "*/30 * * * *", "15 3 * * 1-5", "0 0 1 jan *", "a b c d e", "61 * * * *"],
