@@ -33,31 +33,21 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from driftgate.core.errors import DriftgateError
+from driftgate.monitors.estimates import estimable, get_estimate
+from driftgate.monitors.estimates.calibration import (  # noqa: F401 - part of this module's API
+    CLASS_COLUMN,
+    VALUE_COLUMN,
+    Calibrator,
+    OutputsError,
+    expected_roc_auc,
+    hanley_mcneil_se,
+)
+from driftgate.monitors.estimates.registry import SPREAD_ROWS  # noqa: F401 - re-exported
 
 OUTPUTS_JSON = "outputs.json"
 OUTPUTS_PROFILE_DIR = "profile"
 OUTPUTS_FORMAT_VERSION = 1
-# The columns the sample store keeps per record (stores.samples.OUTPUT_COLUMNS): the
-# value (binary: P(class 1); multiclass: the top class's probability; regression: the
-# prediction) and the class (binary: 0/1; multiclass: the class index).
-VALUE_COLUMN = "prediction"
-CLASS_COLUMN = "predicted_class"
-# Window sizes at which the no-drift spread of an estimate is measured on the reference
-# (bootstrap); between them it is interpolated, beyond them held.
-SPREAD_ROWS = (20, 50, 200, 1000)
-SPREAD_RESAMPLES = 200
 REFERENCE_RESAMPLES = 100
-# What the confidence-based estimate can estimate, per task.
-ESTIMABLE_METRICS: dict[str, tuple[str, ...]] = {
-    "binary": ("accuracy", "roc_auc"),
-    "multiclass": ("accuracy",),
-    "regression": (),
-}
-
-
-class OutputsError(DriftgateError, ValueError):
-    """Outputs that cannot be profiled, calibrated or estimated from; the message says why."""
 
 
 def output_frame(task: str, outputs: np.ndarray, decision_threshold: float) -> pd.DataFrame:
@@ -75,84 +65,6 @@ def output_frame(task: str, outputs: np.ndarray, decision_threshold: float) -> p
     return pd.DataFrame(
         {VALUE_COLUMN: values, CLASS_COLUMN: (values >= decision_threshold).astype(int)}
     )
-
-
-@dataclass(frozen=True)
-class Calibrator:
-    """An isotonic map from a classifier's output to the chance of a hit, as knots.
-
-    Binary: output P(class 1) -> calibrated P(class 1). Multiclass: the top class's
-    probability -> the chance that the top class is right. Between knots the map is
-    linear and outside them constant (``sklearn.isotonic.IsotonicRegression`` with
-    ``out_of_bounds="clip"`` predicts exactly so).
-    """
-
-    x: np.ndarray
-    y: np.ndarray
-    method: str = "isotonic"
-
-    @classmethod
-    def fit(cls, scores: np.ndarray, hits: np.ndarray) -> Calibrator:
-        from sklearn.isotonic import IsotonicRegression
-
-        scores = np.asarray(scores, dtype=np.float64)
-        hits = np.asarray(hits, dtype=np.float64)
-        if scores.size < 2 or np.unique(hits).size < 2:
-            raise OutputsError(
-                f"calibration needs at least two outcomes of each kind; got {scores.size} "
-                f"reference outputs with outcomes {sorted(set(hits.tolist()))}"
-            )
-        model = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(scores, hits)
-        return cls(
-            x=np.asarray(model.X_thresholds_, dtype=np.float64),
-            y=np.asarray(model.y_thresholds_, dtype=np.float64),
-        )
-
-    def __call__(self, scores: np.ndarray) -> np.ndarray:
-        return np.interp(np.asarray(scores, dtype=np.float64), self.x, self.y)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"method": self.method, "x": self.x.tolist(), "y": self.y.tolist()}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Calibrator:
-        if data.get("method") != "isotonic":
-            raise OutputsError(f"unknown calibrator method {data.get('method')!r}")
-        x, y = np.asarray(data["x"], dtype=np.float64), np.asarray(data["y"], dtype=np.float64)
-        if x.shape != y.shape or x.size == 0 or np.any(np.diff(x) < 0):
-            raise OutputsError("calibrator knots must be non-empty, paired and sorted")
-        return cls(x=x, y=y)
-
-
-def expected_roc_auc(scores: np.ndarray, positive: np.ndarray) -> float:
-    """ROC AUC with soft labels: each record is positive with chance ``positive``.
-
-    The expected true and false positive counts above every threshold, integrated as
-    ROC AUC is (ties count one half); with 0/1 ``positive`` this is the ordinary ROC AUC.
-    NaN when the expected positives or negatives are zero.
-    """
-    scores = np.asarray(scores, dtype=np.float64)
-    positive = np.asarray(positive, dtype=np.float64)
-    distinct, group = np.unique(scores, return_inverse=True)
-    pos = np.bincount(group, weights=positive, minlength=distinct.size)
-    neg = np.bincount(group, weights=1.0 - positive, minlength=distinct.size)
-    total_pos, total_neg = pos.sum(), neg.sum()
-    if total_pos <= 0 or total_neg <= 0:
-        return float("nan")
-    below = np.concatenate([[0.0], np.cumsum(neg)[:-1]])
-    return float(np.sum(pos * (below + neg / 2)) / (total_pos * total_neg))
-
-
-def hanley_mcneil_se(auc: float, positives: float, negatives: float) -> float:
-    """Standard error of a ROC AUC on ``positives`` and ``negatives`` records
-    (Hanley & McNeil 1982)."""
-    if positives < 1 or negatives < 1 or not math.isfinite(auc):
-        return float("inf")
-    q1, q2 = auc / (2 - auc), 2 * auc**2 / (1 + auc)
-    variance = (
-        auc * (1 - auc) + (positives - 1) * (q1 - auc**2) + (negatives - 1) * (q2 - auc**2)
-    ) / (positives * negatives)
-    return math.sqrt(max(variance, 0.0))
 
 
 @dataclass(frozen=True)
@@ -283,7 +195,7 @@ class OutputsProfile:
             fitted.calibrator = Calibrator.fit(frame[VALUE_COLUMN].to_numpy(), hits)
         fitted.realized = realized_metrics(task, frame, target)
         fitted.estimated = {
-            metric: _estimate_value(fitted, frame, metric) for metric in ESTIMABLE_METRICS[task]
+            metric: get_estimate(task, metric).value(fitted, frame) for metric in estimable(task)
         }
         outcomes = target if task == "binary" else hits
         fitted.spread = {
@@ -314,25 +226,19 @@ class OutputsProfile:
 
     def realized_error(self, metric: str, rows: int) -> float:
         """Sampling error of the realized ``metric`` on ``rows`` records like the
-        reference: binomial for accuracy, Hanley-McNeil for ROC AUC."""
-        reference = self.realized[metric]
-        if rows < 1:
-            return float("inf")
-        if metric == "accuracy":
-            return math.sqrt(reference * (1 - reference) / rows)
-        positives = rows * (self.positive_share or 0.0)
-        return hanley_mcneil_se(reference, positives, rows - positives)
+        reference (binomial for accuracy, Hanley-McNeil for ROC AUC: the metric's own)."""
+        return get_estimate(self.task, metric).realized_error(self, rows)
 
     def estimate(self, frame: pd.DataFrame, metric: str) -> Estimate:
         """The window's ``metric`` estimated from its stored outputs (see the module
         docstring), with the sampling error of a window of its size."""
-        if metric not in ESTIMABLE_METRICS[self.task]:
+        if metric not in estimable(self.task):
             raise OutputsError(
                 f"performance_estimate:{metric} does not apply to a {self.task} model "
-                f"(estimable: {', '.join(ESTIMABLE_METRICS[self.task]) or 'none'})"
+                f"(estimable: {', '.join(estimable(self.task)) or 'none'})"
             )
         rows = len(frame)
-        value = _estimate_value(self, frame, metric) if rows else float("nan")
+        value = get_estimate(self.task, metric).value(self, frame) if rows else float("nan")
         return Estimate(
             metric=metric,
             value=value,
@@ -346,16 +252,9 @@ class OutputsProfile:
         )
 
     def floor(self, metric: str) -> float:
-        """The lowest estimate any window can give: ROC AUC 0.5 (the calibrator is
-        monotone, so calibrated confidences never rank worse than chance); accuracy the
-        smallest expected hit the calibrator gives any output."""
-        if metric == "roc_auc":
-            return 0.5
-        grid = np.linspace(0.0, 1.0, 1001)
-        calibrated = self.calibrator(grid)
-        if self.task == "multiclass":
-            return float(calibrated[grid >= 1 / max(len(self.classes), 2)].min())
-        return float(np.where(grid >= self.decision_threshold, calibrated, 1 - calibrated).min())
+        """The lowest estimate any window can give (ROC AUC 0.5, the calibrator being
+        monotone; accuracy the smallest expected hit the calibrator gives any output)."""
+        return get_estimate(self.task, metric).floor(self)
 
     def save(self, folder: str | Path) -> Path:
         """Write ``outputs.json`` and the outputs' own profile into ``folder``."""
@@ -412,24 +311,9 @@ class OutputsProfile:
 def realized_metrics(task: str, frame: pd.DataFrame, target: np.ndarray) -> dict[str, float]:
     """The estimable metrics of stored outputs against their labels (binary 0/1,
     multiclass the class index): what the estimate is validated against."""
-    target = np.asarray(target).astype(int)
-    realized = {"accuracy": float(np.mean(frame[CLASS_COLUMN].to_numpy() == target))}
-    if task == "binary":
-        realized["roc_auc"] = expected_roc_auc(frame[VALUE_COLUMN].to_numpy(), target)
-    return realized
-
-
-def _estimate_value(
-    profile: OutputsProfile, frame: pd.DataFrame, metric: str, calibrator: Calibrator | None = None
-) -> float:
-    scores = frame[VALUE_COLUMN].to_numpy(dtype=np.float64)
-    calibrated = (calibrator or profile.calibrator)(scores)
-    if metric == "roc_auc":
-        return expected_roc_auc(scores, calibrated)
-    if profile.task == "multiclass":  # the calibrated chance that the top class is right
-        return float(calibrated.mean())
-    predicted = frame[CLASS_COLUMN].to_numpy() == 1
-    return float(np.where(predicted, calibrated, 1.0 - calibrated).mean())
+    return {
+        metric: get_estimate(task, metric).realized(frame, target) for metric in estimable(task)
+    }
 
 
 def _reference_std(
@@ -438,6 +322,7 @@ def _reference_std(
     """How far an in-sample reference estimate lies from the estimate the same
     calibrator gives the population: calibrators refitted on bootstrap references, each
     estimate on its own reference minus on the whole reference (the population's proxy)."""
+    estimate = get_estimate(profile.task, metric)
     rng = np.random.default_rng(1)
     scores = frame[VALUE_COLUMN].to_numpy(dtype=np.float64)
     gaps = []
@@ -447,44 +332,20 @@ def _reference_std(
             calibrator = Calibrator.fit(scores[draw], outcomes[draw])
         except OutputsError:  # a resample with one outcome only
             continue
-        inside = _estimate_value(profile, frame.iloc[draw], metric, calibrator)
-        gaps.append(inside - _estimate_value(profile, frame, metric, calibrator))
+        inside = estimate.value(profile, frame.iloc[draw], calibrator)
+        gaps.append(inside - estimate.value(profile, frame, calibrator))
     return float(np.nanstd(gaps)) if len(gaps) > 1 else float("nan")
 
 
 def _spread(
     profile: OutputsProfile, frame: pd.DataFrame, metric: str, outcomes: np.ndarray
 ) -> dict[str, Any]:
-    """The estimate's no-drift spread (see :attr:`OutputsProfile.spread`): exact for
-    accuracy (a mean of per-record expected hits), bootstrapped for ROC AUC; and the
-    reference estimate's own error (:func:`_reference_std`)."""
+    """The estimate's no-drift spread (see :attr:`OutputsProfile.spread`, the metric's
+    own) and the reference estimate's own error (:func:`_reference_std`)."""
     reference = _reference_std(profile, frame, metric, np.asarray(outcomes))
-    scores = frame[VALUE_COLUMN].to_numpy(dtype=np.float64)
-    calibrated = profile.calibrator(scores)
-    if metric == "accuracy":
-        if profile.task == "multiclass":
-            hits = calibrated
-        else:
-            hits = np.where(frame[CLASS_COLUMN].to_numpy() == 1, calibrated, 1.0 - calibrated)
-        unit = float(hits.std())
-        return {
-            "rows": list(SPREAD_ROWS),
-            "unit_std": [unit] * len(SPREAD_ROWS),
-            "reference_std": reference,
-        }
-    rng = np.random.default_rng(0)
-    units, biases = [], []
-    for rows in SPREAD_ROWS:
-        draws = rng.integers(0, scores.size, size=(SPREAD_RESAMPLES, rows))
-        values = np.array([expected_roc_auc(scores[d], calibrated[d]) for d in draws])
-        units.append(float(np.nanstd(values) * math.sqrt(rows)))
-        biases.append(float(np.nanmean(values)) - profile.estimated[metric])
-    return {
-        "rows": list(SPREAD_ROWS),
-        "unit_std": units,
-        "bias": biases,
-        "reference_std": reference,
-    }
+    calibrated = profile.calibrator(frame[VALUE_COLUMN].to_numpy(dtype=np.float64))
+    spread = get_estimate(profile.task, metric).spread(profile, frame, calibrated)
+    return {**spread, "reference_std": reference}
 
 
 def decide_estimate(estimate: Estimate, threshold: float, level: float | None) -> dict[str, Any]:
@@ -621,13 +482,21 @@ def _performance_estimate(
 ):
     from driftgate.monitors.results import MonitorResult
 
-    if metric not in ESTIMABLE_METRICS[outputs.task]:
-        known = ", ".join(ESTIMABLE_METRICS[outputs.task]) or "none: it has no confidences"
+    if metric not in estimable(outputs.task):
+        known = ", ".join(estimable(outputs.task)) or "none: it has no confidences"
         return MonitorResult(
             **base,
             status="error",
             reason=f"{monitor.metric} does not apply to this {outputs.task} model "
             f"(estimable: {known})",
+        )
+    if metric not in outputs.estimated:
+        return MonitorResult(
+            **base,
+            status="error",
+            reason=f"{monitor.metric}: the champion's outputs profile holds no reference "
+            f"for {metric} (fitted before the metric was registered; it holds "
+            f"{', '.join(outputs.estimated) or 'none'}): train or adopt the model again",
         )
     estimate = outputs.estimate(frame, metric)
     level = monitor.level(1)

@@ -12,7 +12,6 @@ CONTRACT_PREFIX = "contract:"
 # from the drift statistics: ``prediction_drift`` and ``performance_estimate:<metric>``.
 PREDICTION_DRIFT = "prediction_drift"
 PERFORMANCE_ESTIMATE = "performance_estimate"
-ESTIMATED_METRICS = ("accuracy", "roc_auc")
 
 
 def split_metric(metric: str) -> tuple[str, str | None]:

@@ -30,10 +30,10 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from driftgate.core.yamlconfig import ConfigError, StrictModel
 from driftgate.monitors.budget import FalseAlarms, checks_in, per_test_level
 from driftgate.monitors.durations import parse_duration, validate_cron
+from driftgate.monitors.estimates import known_metrics
 from driftgate.monitors.performance import PERFORMANCE_METRICS, PERFORMANCE_PREFIX
 from driftgate.monitors.results import (
     CONTRACT_PREFIX,
-    ESTIMATED_METRICS,
     PERFORMANCE_ESTIMATE,
     PREDICTION_DRIFT,
     MonitorResult,
@@ -216,10 +216,10 @@ class Monitor(StrictModel):
                 )
             return metric
         if name == PERFORMANCE_ESTIMATE:
-            if argument not in ESTIMATED_METRICS:
+            if argument not in known_metrics():
                 raise ValueError(
                     f"unknown estimated metric '{argument}' in '{metric}' "
-                    f"(known: {', '.join(ESTIMATED_METRICS)})"
+                    f"(known: {', '.join(known_metrics())})"
                 )
             return metric
         from driftgate.monitors.traffic import REJECTED_SHARE, TRAFFIC_KINDS, is_traffic_metric
