@@ -20,7 +20,7 @@ from driftgate.serving.writer import GroupCommitWriter
 from driftgate.stores.control import ControlStore
 from driftgate.stores.labels import LabelStore
 from driftgate.stores.monitor_state import MonitorStateStore
-from driftgate.stores.samples import SqlSampleStore
+from driftgate.stores.samples import RequestSampling, SqlSampleStore
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +39,9 @@ class ServiceState:
     writer: GroupCommitWriter
     watch: StoreWatch
     admin_token: str | None
+    # Which requests are logged (serving.sample_fraction, under the store's key): the
+    # one decision for accepted and refused requests and for labels of unlogged ones.
+    sampling: RequestSampling
     labels: LabelStore | None = None  # delayed labels, in the sample store's database
     # Rejected traffic and the requests log (issue 16); None when switched off.
     rejected_budget: RejectedBudget | None = None
@@ -174,6 +177,7 @@ def open_service(
         writer=writer,
         watch=watch,
         admin_token=admin_token(settings),
+        sampling=samples.sampling(settings.sample_fraction),
         labels=labels,
         rejected_budget=(
             RejectedBudget(settings.rejected_max_per_minute) if settings.log_rejected else None

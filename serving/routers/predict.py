@@ -36,7 +36,7 @@ from driftgate.serving.schemas import PredictRequest, PredictResponse
 from driftgate.serving.state import ServiceState
 from driftgate.serving.writer import WriterClosed, WriterOverloaded
 from driftgate.stores._sql import StoreReplaced
-from driftgate.stores.samples import DuplicateRequestIds, Sample, is_sampled
+from driftgate.stores.samples import DuplicateRequestIds, Sample
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +134,7 @@ async def predict(request: Request):
     received = datetime.now(UTC)
     fraction = settings.sample_fraction
     samples = _samples(model, body, request_id, received, scored, fraction)
-    sampled = is_sampled(request_id, fraction)
+    sampled = svc.sampling.keeps(request_id)
     # Not sampled (serving.sample_fraction): answered at once, nothing to make durable.
     failure = await _store(svc, samples, request_id) if sampled else None
     if isinstance(failure, Response):
@@ -271,7 +271,7 @@ async def _store_rejected(svc, model: LoadedModel, body, request_id: str, broken
     if budget is None:
         return None
     fraction = settings.sample_fraction
-    if not is_sampled(request_id, fraction):  # sampling applies to rejected records too
+    if not svc.sampling.keeps(request_id):  # sampling applies to rejected records too
         return False
     received = datetime.now(UTC)
     timestamp = body.timestamp or received
