@@ -36,6 +36,7 @@ from driftgate.serving.schemas import PredictRequest, PredictResponse
 from driftgate.serving.state import ServiceState
 from driftgate.serving.writer import WriterClosed, WriterOverloaded
 from driftgate.stores._sql import StoreReplaced
+from driftgate.stores.control import MAX_EVIDENCE_LINKS, PauseState
 from driftgate.stores.samples import DuplicateRequestIds, Sample
 
 log = logging.getLogger(__name__)
@@ -81,9 +82,7 @@ async def predict(request: Request):
     pause = svc.pause.current()
     if pause.paused:
         metrics.paused_requests.inc()
-        return error_response(
-            503, "inference paused", request_id, paused=True, **_pause_fields(pause)
-        )
+        return error_response(503, "inference paused", request_id, **_pause_fields(pause))
     if svc.pause.unknown:
         return error_response(503, f"the pause switch is unknown: {svc.pause.unknown}", request_id)
     model = svc.champion.current
@@ -318,15 +317,22 @@ def _broken_fields(
     return errors, total, invalid, broken
 
 
-def _pause_fields(pause) -> dict:
-    data = pause.to_dict()
-    return {
+@functools.lru_cache(maxsize=4)
+def _pause_fields(pause: PauseState) -> dict:
+    """The pause's cause for its 503s, within the switch's bounds: a state written
+    before they existed (megabytes of evidence, a reason with line breaks) is cut and
+    escaped here, so no 503 repeats it. Built once per state, not per refused request."""
+    data = pause.shown().to_dict()
+    fields = {
         key: data[key]
         for key in (
-            "reason", "review_id", "monitor", "window_start", "window_end", "evidence",
-            "actor", "since",
+            "paused", "reason", "review_id", "monitor", "window_start", "window_end",
+            "evidence", "actor", "since",
         )
     }  # fmt: skip
+    if len(pause.evidence) > MAX_EVIDENCE_LINKS:
+        fields["evidence_omitted"] = len(pause.evidence) - MAX_EVIDENCE_LINKS
+    return fields
 
 
 def _samples(
