@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from driftgate.config import ProjectConfig
@@ -15,6 +15,7 @@ from driftgate.serving.pause import PauseSwitchView
 from driftgate.serving.rejected import RejectedBudget
 from driftgate.serving.requestlog import RequestLog
 from driftgate.serving.storewatch import StoreWatch
+from driftgate.serving.unlogged import UnloggedIds
 from driftgate.serving.validation import build_checker
 from driftgate.serving.writer import GroupCommitWriter
 from driftgate.stores.control import ControlStore
@@ -42,6 +43,8 @@ class ServiceState:
     # Which requests are logged (serving.sample_fraction, under the store's key): the
     # one decision for accepted and refused requests and for labels of unlogged ones.
     sampling: RequestSampling
+    # Ids answered unlogged, so that one cannot carry a client's traffic past sampling.
+    unlogged: UnloggedIds = field(default_factory=UnloggedIds)
     labels: LabelStore | None = None  # delayed labels, in the sample store's database
     # Rejected traffic and the requests log (issue 16); None when switched off.
     rejected_budget: RejectedBudget | None = None

@@ -134,6 +134,8 @@ async def predict(request: Request):
     fraction = settings.sample_fraction
     samples = _samples(model, body, request_id, received, scored, fraction)
     sampled = svc.sampling.keeps(request_id)
+    if not sampled and not svc.unlogged.claim(request_id):
+        return _reused_id(request_id)  # else every copy of an unlogged id would be skipped
     # Not sampled (serving.sample_fraction): answered at once, nothing to make durable.
     failure = await _store(svc, samples, request_id) if sampled else None
     if isinstance(failure, Response):
@@ -234,12 +236,7 @@ async def _store(svc, samples: list[Sample], request_id: str) -> StoreFailure | 
     try:
         await asyncio.wait_for(asyncio.wrap_future(committed), COMMIT_TIMEOUT_SECONDS)
     except DuplicateRequestIds:
-        return error_response(
-            409,
-            f"request id {request_id!r} was already used; send a new {REQUEST_ID_HEADER} "
-            "(or none: the service then makes one)",
-            request_id,
-        )
+        return _reused_id(request_id)
     except StoreReplaced:
         log.error("request %s not stored: the sample store was deleted or replaced", request_id)
         return _failure(
@@ -262,6 +259,15 @@ async def _store(svc, samples: list[Sample], request_id: str) -> StoreFailure | 
     return None
 
 
+def _reused_id(request_id: str) -> Response:
+    return error_response(
+        409,
+        f"request id {request_id!r} was already used; send a new {REQUEST_ID_HEADER} "
+        "(or none: the service then makes one)",
+        request_id,
+    )
+
+
 async def _store_rejected(svc, model: LoadedModel, body, request_id: str, broken) -> bool | None:
     """Store a refused request's records as rejected traffic (serving.log_rejected), at
     most the budget's share; True once durable, False if not stored (not sampled, over
@@ -271,6 +277,9 @@ async def _store_rejected(svc, model: LoadedModel, body, request_id: str, broken
         return None
     fraction = settings.sample_fraction
     if not svc.sampling.keeps(request_id):  # sampling applies to rejected records too
+        # Recorded, so the id cannot be used again by an accepted request; the refused
+        # one itself still gets its 422.
+        svc.unlogged.claim(request_id)
         return False
     received = datetime.now(UTC)
     timestamp = body.timestamp or received

@@ -118,3 +118,28 @@ def test_ids_chosen_against_the_old_hash_are_still_sampled_at_the_fraction(
         shown = running.client.get("/metrics").text + running.client.get("/readyz").text
         assert key not in shown
     assert not [r for r in caplog.records if key in r.getMessage()]
+
+
+def test_an_id_answered_unlogged_cannot_carry_more_traffic(registered, settings):
+    """The next move once ids cannot be computed: probe for one id the service does not
+    log (its answer says so), then send everything under it. An id names one request,
+    logged or not: every reuse is a 409, nothing is answered unlogged under it again."""
+    registered.set_champion("1")
+    record = records_of(registered.rows, 0, 1)
+    bad = [{**record[0], "sea_level_pressure": 5.0}]  # refused by the contract
+    with ThreadedService(registered.config, settings) as running:
+
+        def send(request_id: str, records: list[dict]):
+            return running.client.post(
+                "/predict", json={"records": records}, headers={"X-Request-ID": request_id}
+            )
+
+        probes = (f"probe-{n}" for n in range(200))
+        unlogged = next(i for i in probes if send(i, record).json()["sampled"] is False)
+        reused = [send(unlogged, record).status_code for _ in range(50)]
+        # The same, with the id learnt from a refused request's answer.
+        probes = (f"probe-bad-{n}" for n in range(200))
+        learnt = next(i for i in probes if send(i, bad).json()["sample_stored"] is False)
+        after_refusal = send(learnt, record).status_code
+    assert reused == [409] * 50
+    assert after_refusal == 409
