@@ -51,6 +51,7 @@ from driftgate.serving.responses import (
 )
 from driftgate.serving.routers import admin, feedback, health, predict
 from driftgate.serving.state import close_service, open_service
+from driftgate.stores.control import ControlValueError
 
 
 def create_app(config: ProjectConfig, settings: ServingSettings | None = None) -> FastAPI:
@@ -80,9 +81,13 @@ def create_app(config: ProjectConfig, settings: ServingSettings | None = None) -
     def too_large(scope: dict, limit: int) -> JSONResponse:
         if scope["path"] == "/predict":
             metrics.invalid_records.inc()
+        which = (
+            "the admin body limit" if scope["path"].startswith(admin.PREFIX)
+            else "serving.max_body_bytes"
+        )  # fmt: skip
         return body_error(
             request_id_of(Request(scope)),
-            f"larger than {limit} bytes (serving.max_body_bytes)",
+            f"larger than {limit} bytes ({which})",
             status=413,
             detail="request body too large",
         )
@@ -90,7 +95,12 @@ def create_app(config: ProjectConfig, settings: ServingSettings | None = None) -
     # Innermost: past the body limit and the metrics, /predict skips the router.
     app.add_middleware(predict.PredictFastPath, exception_handlers=app.exception_handlers)
     # Inside the metrics middleware, so that refused bodies are counted too.
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes, refuse=too_large)
+    app.add_middleware(
+        BodyLimitMiddleware,
+        max_bytes=settings.max_body_bytes,
+        refuse=too_large,
+        path_limits={admin.PREFIX: admin.MAX_BODY_BYTES},
+    )
 
     def log_request(path: str, status: int, seconds: float, scope: dict) -> None:
         service = getattr(app.state, "service", None)
@@ -142,6 +152,7 @@ def _add_error_handlers(app: FastAPI, metrics: ServiceMetrics) -> None:
         )
 
     app.add_exception_handler(admin.ControlStoreUnavailable, admin.control_unavailable)
+    app.add_exception_handler(ControlValueError, admin.control_refused)
 
     @app.exception_handler(AuthError)
     async def _auth_failed(request: Request, exc: AuthError) -> JSONResponse:

@@ -73,11 +73,12 @@ class PauseSwitchView:
     def set(self, state: PauseState) -> None:
         previous, self._state = self._state, state
         if previous.paused != state.paused:
+            shown = state.shown()  # a state stored before the switch's rules: escaped here
             log.warning(
                 "inference %s: %s (by %s)",
                 "PAUSED" if state.paused else "resumed",
-                state.reason,
-                state.actor,
+                shown.reason,
+                shown.actor,
             )
             self.on_change(state)
 

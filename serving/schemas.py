@@ -13,9 +13,19 @@ from pydantic import (
     StrictFloat,
     StrictInt,
     StringConstraints,
+    ValidationInfo,
     field_validator,
 )
 
+from driftgate.stores.control import (
+    MAX_EVIDENCE_LINKS,
+    MAX_LINK_CHARS,
+    MAX_NAME_CHARS,
+    MAX_REASON_CHARS,
+    evidence_problem,
+    text_problem,
+    window_problem,
+)
 from driftgate.stores.samples import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 
 # A category may come as text (its name) or as an integer code; a numeric field's text
@@ -94,25 +104,58 @@ def _storable_time(value: datetime | None) -> datetime | None:
     return value
 
 
+# The switch's own rules (driftgate/stores/control.py), checked here as well so that a
+# client's 422 names the field; the store enforces them on every other path too.
+def _text_rule(limit: int):
+    def check(value: str | None) -> str | None:
+        if value is not None and (problem := text_problem(value, limit)):
+            raise ValueError(problem)
+        return value
+
+    return check
+
+
+def _evidence_rule(links: list[str]) -> list[str]:
+    if problem := evidence_problem(links):
+        raise ValueError(problem)
+    return links
+
+
+def _after_start(value: datetime | None, info: ValidationInfo) -> datetime | None:
+    # window_start is validated first (declared first): absent here if it was refused.
+    if problem := window_problem(info.data.get("window_start"), value):
+        raise ValueError(problem)
+    return value
+
+
 class PauseRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    reason: str = Field(min_length=1, max_length=5000)
-    by: str | None = Field(None, max_length=256, description="who; default http:<client>")
-    monitor: str | None = Field(None, max_length=256)
+    reason: str = Field(min_length=1, description=f"at most {MAX_REASON_CHARS} characters")
+    by: str | None = Field(None, description="who; default http:<client>")
+    monitor: str | None = None
     window_start: datetime | None = None
-    window_end: datetime | None = None
-    evidence: list[str] = Field(default_factory=list)
-    review_id: str | None = Field(None, max_length=256)
+    window_end: datetime | None = Field(None, description="after window_start")
+    evidence: list[str] = Field(
+        default_factory=list,
+        description=f"at most {MAX_EVIDENCE_LINKS} links of {MAX_LINK_CHARS} characters",
+    )
+    review_id: str | None = None
 
     _reason = field_validator("reason")(_not_blank)
+    _reason_text = field_validator("reason")(_text_rule(MAX_REASON_CHARS))
+    _names = field_validator("by", "monitor", "review_id")(_text_rule(MAX_NAME_CHARS))
     _window = field_validator("window_start", "window_end")(_storable_time)
+    _window_order = field_validator("window_end")(_after_start)
+    _evidence = field_validator("evidence")(_evidence_rule)
 
 
 class ResumeRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    reason: str = Field(min_length=1, max_length=5000)
-    by: str | None = Field(None, max_length=256)
+    reason: str = Field(min_length=1, description=f"at most {MAX_REASON_CHARS} characters")
+    by: str | None = None
 
     _reason = field_validator("reason")(_not_blank)
+    _reason_text = field_validator("reason")(_text_rule(MAX_REASON_CHARS))
+    _names = field_validator("by")(_text_rule(MAX_NAME_CHARS))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from driftgate.config import ProjectConfig
@@ -15,12 +15,13 @@ from driftgate.serving.pause import PauseSwitchView
 from driftgate.serving.rejected import RejectedBudget
 from driftgate.serving.requestlog import RequestLog
 from driftgate.serving.storewatch import StoreWatch
+from driftgate.serving.unlogged import UnloggedIds
 from driftgate.serving.validation import build_checker
 from driftgate.serving.writer import GroupCommitWriter
 from driftgate.stores.control import ControlStore
 from driftgate.stores.labels import LabelStore
 from driftgate.stores.monitor_state import MonitorStateStore
-from driftgate.stores.samples import SqlSampleStore
+from driftgate.stores.samples import RequestSampling, SqlSampleStore
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,11 @@ class ServiceState:
     writer: GroupCommitWriter
     watch: StoreWatch
     admin_token: str | None
+    # Which requests are logged (serving.sample_fraction, under the store's key): the
+    # one decision for accepted and refused requests and for labels of unlogged ones.
+    sampling: RequestSampling
+    # Ids answered unlogged, so that one cannot carry a client's traffic past sampling.
+    unlogged: UnloggedIds = field(default_factory=UnloggedIds)
     labels: LabelStore | None = None  # delayed labels, in the sample store's database
     # Rejected traffic and the requests log (issue 16); None when switched off.
     rejected_budget: RejectedBudget | None = None
@@ -174,6 +180,7 @@ def open_service(
         writer=writer,
         watch=watch,
         admin_token=admin_token(settings),
+        sampling=samples.sampling(settings.sample_fraction),
         labels=labels,
         rejected_budget=(
             RejectedBudget(settings.rejected_max_per_minute) if settings.log_rejected else None

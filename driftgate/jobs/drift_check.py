@@ -60,6 +60,7 @@ from driftgate.monitors.rules import (
     split_metric,
 )
 from driftgate.monitors.traffic import is_traffic_metric
+from driftgate.stores.control import fit_cause
 from driftgate.stores.factories import (
     control_store,
     monitor_state_store,
@@ -840,7 +841,7 @@ def act(
 def _pause(config: ProjectConfig, model_name: str, **why):
     control = control_store(config)
     try:
-        return control.pause(model_name, **why)
+        return control.pause(model_name, **fit_cause(**why))
     finally:
         control.close()
 

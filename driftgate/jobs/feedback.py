@@ -30,7 +30,7 @@ import pandas as pd
 from driftgate.core.errors import DriftgateError
 from driftgate.monitors.labels import LabelError, check_label
 from driftgate.stores.labels import Key, LabelRow, LabelStore
-from driftgate.stores.samples import is_sampled, to_utc
+from driftgate.stores.samples import RequestSampling, to_utc
 
 # Columns of a labels file (`driftgate labels load`).
 LABEL_COLUMNS = ("request_id", "record_index", "label")
@@ -106,13 +106,16 @@ def submit_labels(
     outputs_of: OutputsOf,
     horizon: pd.Timedelta | None,
     corrections: bool = False,
-    sample_fraction: float = 1.0,
+    sampling: RequestSampling | None = None,
     all_or_nothing: bool = True,
     now=None,
 ) -> FeedbackOutcome:
     """Judge ``items`` and store the labels that pass (see the module doc).
 
     ``outputs_of(model_name, version)`` gives a version's task and classes.
+    ``sampling``: which requests the service logged (the sample store's, at
+    ``serving.sample_fraction``; None: every one), so an unknown id that was not logged
+    is told from one that was never served exactly as the service decided.
     ``all_or_nothing``: any refused label stores none (the HTTP contract: the client
     fixes the request and sends it again, which is safe because labels are idempotent);
     otherwise the labels that pass are stored and the others counted.
@@ -130,7 +133,7 @@ def submit_labels(
     for item, key in zip(items, keys, strict=True):
         sample = samples.get(key)
         if sample is None:
-            if not is_sampled(item.request_id, sample_fraction):
+            if sampling is not None and not sampling.keeps(item.request_id):
                 outcome.unsampled.append(key)
             else:
                 outcome.unknown.append(_refusal(item, "no such request id and record index"))
@@ -265,7 +268,7 @@ def load_labels(config, path: str | Path, *, now=None) -> FeedbackOutcome:
     def outputs_of(model_name: str, version: str):
         return registry.version_outputs(config.tracking, model_name, version)
 
-    store = open_label_store(config)
+    store, sampling = _open_stores(config)
     try:
         return submit_labels(
             store,
@@ -273,7 +276,7 @@ def load_labels(config, path: str | Path, *, now=None) -> FeedbackOutcome:
             outputs_of=outputs_of,
             horizon=settings.horizon,
             corrections=settings.label_corrections,
-            sample_fraction=settings.sample_fraction,
+            sampling=sampling,
             all_or_nothing=False,
             now=now,
         )
@@ -283,9 +286,19 @@ def load_labels(config, path: str | Path, *, now=None) -> FeedbackOutcome:
 
 def open_label_store(config) -> LabelStore:
     """The label store of the project: in the service's sample store database."""
+    return _open_stores(config)[0]
+
+
+def _open_stores(config) -> tuple[LabelStore, RequestSampling]:
+    """The label store, and which requests the service logs (the sample store's key)."""
     from driftgate.stores.samples import SqlSampleStore
 
-    url = config.serving.sample_store(config.home_dir)
+    settings = config.serving
+    url = settings.sample_store(config.home_dir)
     # Opening the sample store first creates its tables, so the join has both sides.
-    SqlSampleStore(url, sqlite_synchronous=config.serving.sqlite_synchronous).close()
-    return LabelStore(url, sqlite_synchronous=config.serving.sqlite_synchronous)
+    samples = SqlSampleStore(url, sqlite_synchronous=settings.sqlite_synchronous)
+    try:
+        sampling = samples.sampling(settings.sample_fraction)
+    finally:
+        samples.close()
+    return LabelStore(url, sqlite_synchronous=settings.sqlite_synchronous), sampling

@@ -236,14 +236,20 @@ class TableStore:
 # store remembers the device and inode of its file; both are compared before a
 # write is acknowledged.
 
+
+def single_value_table(name: str, column: str) -> Table:
+    """A table (in its own metadata) of one row per database, ``slot`` 1, holding one
+    text value of at most 64 characters in ``column``: see :func:`ensure_single_value`."""
+    return Table(
+        name,
+        MetaData(),
+        Column("slot", Integer, primary_key=True),  # always 1: one value per database
+        Column(column, String(64), nullable=False),
+    )
+
+
 IDENTITY_TABLE = "driftgate_store_identity"
-_identity_metadata = MetaData()
-identity_table = Table(
-    IDENTITY_TABLE,
-    _identity_metadata,
-    Column("slot", Integer, primary_key=True),  # always 1: one id per database
-    Column("store_id", String(64), nullable=False),
-)
+identity_table = single_value_table(IDENTITY_TABLE, "store_id")
 # Built once: constructing a statement costs more than running it.
 _READ_STORE_ID = select(identity_table.c.store_id).where(identity_table.c.slot == 1)
 # How long the readiness probe waits for SQLite's write lock before calling it locked;
@@ -290,20 +296,31 @@ def sqlite_path(engine: Engine) -> Path | None:
 
 def ensure_store_id(engine: Engine, url: str, label: str) -> str:
     """The database's store id, written by whichever process opens it first."""
-    create_tables(engine, _identity_metadata, url, label)
+    return ensure_single_value(engine, url, label, identity_table, lambda: uuid.uuid4().hex)
+
+
+def ensure_single_value(
+    engine: Engine, url: str, label: str, table: Table, fresh: Callable[[], str]
+) -> str:
+    """The value of ``table``'s one row (``slot`` 1 and one value column), created if
+    missing; when it is absent, ``fresh()`` is written by whichever process opens the
+    database first, and every other process reads that one (a racing insert loses)."""
+    create_tables(engine, table.metadata, url, label)
+    [value] = (c for c in table.c if c.name != "slot")
+    read = select(value).where(table.c.slot == 1)
     with engine.connect() as connection:
-        if (known := read_store_id(connection)) is not None:
+        if (known := connection.execute(read).scalar()) is not None:
             return known  # the usual case: no write, so opening never waits for a lock
     dialect = engine.dialect.name
-    insert = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(identity_table)
+    insert = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(table)
     with engine.begin() as connection:
         connection.execute(
-            insert.values(slot=1, store_id=uuid.uuid4().hex).on_conflict_do_nothing(
+            insert.values({"slot": 1, value.name: fresh()}).on_conflict_do_nothing(
                 index_elements=["slot"]
             )
         )
     with engine.connect() as connection:
-        return read_store_id(connection)
+        return connection.execute(read).scalar()
 
 
 def read_store_id(connection: Connection) -> str | None:

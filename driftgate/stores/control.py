@@ -21,8 +21,10 @@ SQLite by default, PostgreSQL by URL (see :mod:`driftgate.stores._sql`).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -44,6 +46,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import OperationalError
 
+from driftgate.core.errors import DriftgateError
 from driftgate.stores._sql import (
     FileIdentity,
     StoreError,
@@ -58,6 +61,115 @@ from driftgate.stores._sql import (
 )
 
 log = logging.getLogger(__name__)
+
+# -- what a switch change may carry ------------------------------------------------------
+#
+# Every path that writes the switch (POST /admin/pause and /resume, `driftgate pause` and
+# `resume`, the drift check's pause_inference action) goes through ControlStore.pause /
+# resume, which refuse what these rules forbid. Why bounds: the cause is repeated in
+# every 503 a paused service answers, so 10 MB of evidence made each refusal 10 MB.
+# Why no control characters: the reason and the actor are written into the service's
+# log (``inference PAUSED: <reason> (by <actor>)``), where a line break or a terminal
+# escape would forge a line or rewrite what an operator sees.
+MAX_REASON_CHARS = 1_000  # a sentence or a short paragraph; the drift check's is one line
+MAX_NAME_CHARS = 256  # by (actor), monitor, review_id: the width of their columns
+MAX_EVIDENCE_LINKS = 16
+MAX_LINK_CHARS = 1_024
+# C0 and C1 controls (line breaks, ESC, the 8-bit CSI), Unicode line and paragraph
+# separators, and the bidirectional overrides and isolates that reorder displayed text.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+class ControlValueError(DriftgateError, ValueError):
+    """A value the pause switch refuses; ``field`` names it (exit code 2 on the CLI)."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field = field
+        self.problem = problem
+
+
+def text_problem(value: str, limit: int) -> str | None:
+    """Why ``value`` cannot be written to the switch (too long, a control character),
+    or None."""
+    if len(value) > limit:
+        return f"at most {limit:,} characters, got {len(value):,}"
+    if found := _CONTROL.search(value):
+        return (
+            f"holds a control character (U+{ord(found.group()):04X}): line breaks and "
+            "terminal escapes are refused"
+        )
+    return None
+
+
+def evidence_problem(links: Sequence[str]) -> str | None:
+    """Why a list of evidence links cannot be written to the switch, or None."""
+    if len(links) > MAX_EVIDENCE_LINKS:
+        return f"at most {MAX_EVIDENCE_LINKS} links, got {len(links):,}"
+    for i, link in enumerate(links):
+        if problem := text_problem(link, MAX_LINK_CHARS):
+            return f"link {i}: {problem}"
+    return None
+
+
+def window_problem(start: datetime | str | None, end: datetime | str | None) -> str | None:
+    """Why a pause's window cannot be written (its end not after its start), or None."""
+    if start is not None and end is not None and _us(end) <= _us(start):
+        return f"must be after window_start ({_iso_of(start)}), got {_iso_of(end)}"
+    return None
+
+
+def fit_text(value: str, limit: int) -> str:
+    """``value`` made writable: control characters escaped (a line break as ``\\x0a``) and cut
+    to ``limit`` characters (the last one then ``…``). For text driftgate composes from
+    data it does not control (the drift check's reason names feature columns), and for
+    showing values stored before these rules."""
+    text_value = _CONTROL.sub(_escaped, value[: limit + 1])
+    return text_value if len(text_value) <= limit else text_value[: limit - 1] + "…"
+
+
+def _escaped(match: re.Match) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def fit_cause(
+    *,
+    reason: str,
+    actor: str,
+    monitor: str | None = None,
+    evidence: Sequence[str] = (),
+    review_id: str | None = None,
+    **rest,
+) -> dict:
+    """A pause's cause that driftgate composed (the drift check: its reason names the
+    breached feature columns, whatever the data calls them) made to fit the rules by
+    :func:`fit_text` instead of refused: a monitor's breach must pause inference."""
+    return {
+        "reason": fit_text(reason, MAX_REASON_CHARS),
+        "actor": fit_text(actor, MAX_NAME_CHARS),
+        "monitor": _fit(monitor, MAX_NAME_CHARS),
+        "evidence": [fit_text(e, MAX_LINK_CHARS) for e in evidence[:MAX_EVIDENCE_LINKS]],
+        "review_id": _fit(review_id, MAX_NAME_CHARS),
+        **rest,
+    }
+
+
+def _fit(value: str | None, limit: int) -> str | None:
+    return None if value is None else fit_text(value, limit)
+
+
+def _check_text(field_name: str, value: str | None, limit: int) -> None:
+    if value is not None and (problem := text_problem(value, limit)):
+        raise ControlValueError(field_name, problem)
+
+
+def _check_reason(reason: str, actor: str) -> None:
+    if not reason.strip():
+        raise ControlValueError("reason", "must not be blank")
+    _check_text("reason", reason, MAX_REASON_CHARS)
+    _check_text("by", actor, MAX_NAME_CHARS)  # the actor: `by` on every interface
+
 
 PAUSE = "pause"
 RESUME = "resume"
@@ -115,6 +227,10 @@ def _iso(moment: datetime | None) -> str | None:
     return moment.isoformat() if moment is not None else None
 
 
+def _iso_of(moment: datetime | str) -> str:
+    return _time(_us(moment)).isoformat()
+
+
 @dataclass(frozen=True)
 class PauseState:
     """Whether inference of a model is paused, and the cause of the current pause.
@@ -152,6 +268,18 @@ class PauseState:
             evidence=list(self.evidence),
         )
         return data
+
+    def shown(self) -> PauseState:
+        """This state within the bounds the switch now enforces, control characters
+        escaped: what a 503 or a log line may repeat of a state stored before them."""
+        return dataclasses.replace(
+            self,
+            reason=_fit(self.reason, MAX_REASON_CHARS),
+            actor=_fit(self.actor, MAX_NAME_CHARS),
+            monitor=_fit(self.monitor, MAX_NAME_CHARS),
+            review_id=_fit(self.review_id, MAX_NAME_CHARS),
+            evidence=tuple(fit_text(e, MAX_LINK_CHARS) for e in self.evidence[:MAX_EVIDENCE_LINKS]),
+        )
 
 
 @dataclass(frozen=True)
@@ -324,8 +452,13 @@ class ControlStore:
 
         ``lock_wait_ms`` bounds the wait for another writer (default: the store's).
         """
-        if not reason.strip():
-            raise ValueError("a pause needs a reason")
+        _check_reason(reason, actor)
+        _check_text("monitor", monitor, MAX_NAME_CHARS)
+        _check_text("review_id", review_id, MAX_NAME_CHARS)
+        if problem := evidence_problem(evidence):
+            raise ControlValueError("evidence", problem)
+        if problem := window_problem(window_start, window_end):
+            raise ControlValueError("window_end", problem)
         cause = {
             "reason": reason,
             "actor": actor,
@@ -356,8 +489,7 @@ class ControlStore:
         self, model_name: str, *, reason: str, actor: str, lock_wait_ms: int | None = None
     ) -> SwitchChange:
         """Resume inference of ``model_name``; a no-op (no event) if it is not paused."""
-        if not reason.strip():
-            raise ValueError("a resume needs a reason")
+        _check_reason(reason, actor)
         with write_transaction(self.engine, lock_wait_ms) as connection:
             current = self._locked_row(connection, model_name)
             if not current["paused"]:

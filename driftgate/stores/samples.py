@@ -32,9 +32,11 @@ import contextlib
 import dataclasses
 import gc
 import hashlib
+import hmac
 import json
 import logging
 import math
+import secrets
 import struct
 import time
 import uuid
@@ -74,10 +76,12 @@ from driftgate.stores._sql import (
     create_store_engine,
     create_tables,
     delete_in_batches,
+    ensure_single_value,
     ensure_store_id,
     identity_problem,
     is_sql_url,
     redact,
+    single_value_table,
     sqlite_path,
     write_problem,
     write_transaction,
@@ -353,14 +357,46 @@ def _json_value(value):
     return value
 
 
-def is_sampled(request_id: str, fraction: float) -> bool:
-    """Whether a request is logged at ``fraction``: the same answer for the same id in
-    every process and every run (a hash of the id, not a random draw), so a retried
-    request is logged or skipped alike and a window's sample is reproducible."""
-    if fraction >= 1.0:
-        return True
-    digest = hashlib.blake2b(request_id.encode("utf-8", "surrogatepass"), digest_size=8)
-    return int.from_bytes(digest.digest(), "big") < fraction * 2.0**64
+# -- sampling (serving.sample_fraction) -----------------------------------------------
+#
+# Which requests are logged is decided by a *keyed* hash of the request id. The id is
+# the client's own (X-Request-ID): with a hash anyone can compute, a client could pick
+# ids that are never logged and keep its traffic out of every drift check. The key is
+# a random secret made by the first process that opens the sample store and kept in
+# its database, so every process that writes or joins this store (replicas, restarts,
+# `driftgate labels load`) decides alike, and no operator has to distribute it. Whoever
+# can read the key can read the samples themselves; it is never logged or printed.
+SAMPLING_KEY_TABLE = "driftgate_sampling_key"
+sampling_key_table = single_value_table(SAMPLING_KEY_TABLE, "secret")  # 32 bytes, hex
+
+
+class RequestSampling:
+    """Whether a request is logged at ``fraction``: HMAC-SHA256 of its id under the
+    store's key, read as a number in [0, 1), below ``fraction``.
+
+    The same id gets the same answer in every process sharing the store (a retried
+    request is logged or skipped alike), a smaller fraction keeps a subset of a larger
+    one, and without the key no client can tell which of its ids will be logged.
+    """
+
+    __slots__ = ("_keyed", "_threshold", "fraction")
+
+    def __init__(self, key: bytes, fraction: float) -> None:
+        if len(key) < 16:
+            raise ValueError("a sampling key needs at least 16 bytes")
+        self.fraction = float(fraction)
+        self._keyed = hmac.new(key, digestmod=hashlib.sha256)  # copied per id: no re-keying
+        self._threshold = self.fraction * 2.0**64
+
+    def keeps(self, request_id: str) -> bool:
+        if self.fraction >= 1.0:
+            return True
+        keyed = self._keyed.copy()
+        keyed.update(request_id.encode("utf-8", "surrogatepass"))
+        return int.from_bytes(keyed.digest()[:8], "big") < self._threshold
+
+    def __repr__(self) -> str:  # never the key
+        return f"RequestSampling(fraction={self.fraction:g})"
 
 
 # -- the columnar encoding -----------------------------------------------------------------
@@ -687,6 +723,11 @@ class SqlSampleStore:
         _add_missing_columns(self.engine, url)
         self.partitioned = self.dialect == "postgresql" and self._is_partitioned()
         self.store_id = ensure_store_id(self.engine, url, "sample")
+        self._sampling_key = bytes.fromhex(
+            ensure_single_value(
+                self.engine, url, "sample", sampling_key_table, lambda: secrets.token_hex(32)
+            )
+        )
         path = sqlite_path(self.engine)
         self.file = FileIdentity.of(path) if path is not None else None
         self._had_write_problem = False
@@ -702,6 +743,10 @@ class SqlSampleStore:
 
     def __repr__(self) -> str:
         return f"SqlSampleStore({redact(self.url)!r})"
+
+    def sampling(self, fraction: float) -> RequestSampling:
+        """Which requests are logged at ``fraction``, under this store's sampling key."""
+        return RequestSampling(self._sampling_key, fraction)
 
     def _is_partitioned(self) -> bool:
         with self.engine.connect() as connection:

@@ -10,8 +10,9 @@ from fastapi.concurrency import run_in_threadpool
 
 from driftgate.serving.dependencies import AdminRoute, Service
 from driftgate.serving.errors import describe_error, new_error_id
-from driftgate.serving.responses import error_response
+from driftgate.serving.responses import error_response, request_id_of
 from driftgate.serving.schemas import PauseRequest, ResumeRequest
+from driftgate.stores.control import ControlValueError
 
 log = logging.getLogger(__name__)
 
@@ -19,7 +20,14 @@ log = logging.getLogger(__name__)
 # admin client gets a 503 (the CLI and the drift check wait the store's default).
 LOCK_WAIT_MS = 5_000
 
-router = APIRouter(prefix="/admin", route_class=AdminRoute)
+PREFIX = "/admin/"
+# Admin bodies are small: the largest the switch's field bounds allow
+# (driftgate/stores/control.py: a 1,000-character reason, three 256-character names,
+# 16 evidence links of 1,024 characters; 18,152 characters) is 218 KB even with every
+# character a JSON escape of 12 bytes. Larger bodies get 413 before they are read.
+MAX_BODY_BYTES = 256 * 1024
+
+router = APIRouter(prefix=PREFIX.rstrip("/"), route_class=AdminRoute)
 
 
 class ControlStoreUnavailable(Exception):
@@ -33,6 +41,8 @@ class ControlStoreUnavailable(Exception):
 async def _control(call):
     try:
         return await run_in_threadpool(call)
+    except ControlValueError:
+        raise  # the body's schema applies the same rules: a 422 naming the field
     except Exception as exc:
         error_id = new_error_id()
         log.error("error %s: control store: %s", error_id, describe_error(exc))
@@ -44,6 +54,15 @@ def control_unavailable(request: Request, exc: ControlStoreUnavailable):
         503,
         f"control store unavailable (error id {exc.error_id}); the switch did not change",
         error_id=exc.error_id,
+    )
+
+
+def control_refused(request: Request, exc: ControlValueError):
+    return error_response(
+        422,
+        "invalid request",
+        request_id_of(request),
+        errors=[{"record": None, "field": exc.field, "reason": exc.problem}],
     )
 
 

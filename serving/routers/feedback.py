@@ -98,7 +98,7 @@ async def feedback(
             outputs_of=lambda name, version: _outputs_of(svc, name, version),
             horizon=settings.horizon,
             corrections=settings.label_corrections,
-            sample_fraction=settings.sample_fraction,
+            sampling=svc.sampling,
         )
     except Exception as exc:  # the detail is for the log only
         error_id = new_error_id()

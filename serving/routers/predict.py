@@ -36,7 +36,8 @@ from driftgate.serving.schemas import PredictRequest, PredictResponse
 from driftgate.serving.state import ServiceState
 from driftgate.serving.writer import WriterClosed, WriterOverloaded
 from driftgate.stores._sql import StoreReplaced
-from driftgate.stores.samples import DuplicateRequestIds, Sample, is_sampled
+from driftgate.stores.control import MAX_EVIDENCE_LINKS, PauseState
+from driftgate.stores.samples import DuplicateRequestIds, Sample
 
 log = logging.getLogger(__name__)
 
@@ -81,9 +82,7 @@ async def predict(request: Request):
     pause = svc.pause.current()
     if pause.paused:
         metrics.paused_requests.inc()
-        return error_response(
-            503, "inference paused", request_id, paused=True, **_pause_fields(pause)
-        )
+        return error_response(503, "inference paused", request_id, **_pause_fields(pause))
     if svc.pause.unknown:
         return error_response(503, f"the pause switch is unknown: {svc.pause.unknown}", request_id)
     model = svc.champion.current
@@ -134,7 +133,9 @@ async def predict(request: Request):
     received = datetime.now(UTC)
     fraction = settings.sample_fraction
     samples = _samples(model, body, request_id, received, scored, fraction)
-    sampled = is_sampled(request_id, fraction)
+    sampled = svc.sampling.keeps(request_id)
+    if not sampled and not svc.unlogged.claim(request_id):
+        return _reused_id(request_id)  # else every copy of an unlogged id would be skipped
     # Not sampled (serving.sample_fraction): answered at once, nothing to make durable.
     failure = await _store(svc, samples, request_id) if sampled else None
     if isinstance(failure, Response):
@@ -235,12 +236,7 @@ async def _store(svc, samples: list[Sample], request_id: str) -> StoreFailure | 
     try:
         await asyncio.wait_for(asyncio.wrap_future(committed), COMMIT_TIMEOUT_SECONDS)
     except DuplicateRequestIds:
-        return error_response(
-            409,
-            f"request id {request_id!r} was already used; send a new {REQUEST_ID_HEADER} "
-            "(or none: the service then makes one)",
-            request_id,
-        )
+        return _reused_id(request_id)
     except StoreReplaced:
         log.error("request %s not stored: the sample store was deleted or replaced", request_id)
         return _failure(
@@ -263,6 +259,15 @@ async def _store(svc, samples: list[Sample], request_id: str) -> StoreFailure | 
     return None
 
 
+def _reused_id(request_id: str) -> Response:
+    return error_response(
+        409,
+        f"request id {request_id!r} was already used; send a new {REQUEST_ID_HEADER} "
+        "(or none: the service then makes one)",
+        request_id,
+    )
+
+
 async def _store_rejected(svc, model: LoadedModel, body, request_id: str, broken) -> bool | None:
     """Store a refused request's records as rejected traffic (serving.log_rejected), at
     most the budget's share; True once durable, False if not stored (not sampled, over
@@ -271,7 +276,10 @@ async def _store_rejected(svc, model: LoadedModel, body, request_id: str, broken
     if budget is None:
         return None
     fraction = settings.sample_fraction
-    if not is_sampled(request_id, fraction):  # sampling applies to rejected records too
+    if not svc.sampling.keeps(request_id):  # sampling applies to rejected records too
+        # Recorded, so the id cannot be used again by an accepted request; the refused
+        # one itself still gets its 422.
+        svc.unlogged.claim(request_id)
         return False
     received = datetime.now(UTC)
     timestamp = body.timestamp or received
@@ -318,15 +326,22 @@ def _broken_fields(
     return errors, total, invalid, broken
 
 
-def _pause_fields(pause) -> dict:
-    data = pause.to_dict()
-    return {
+@functools.lru_cache(maxsize=4)
+def _pause_fields(pause: PauseState) -> dict:
+    """The pause's cause for its 503s, within the switch's bounds: a state written
+    before they existed (megabytes of evidence, a reason with line breaks) is cut and
+    escaped here, so no 503 repeats it. Built once per state, not per refused request."""
+    data = pause.shown().to_dict()
+    fields = {
         key: data[key]
         for key in (
-            "reason", "review_id", "monitor", "window_start", "window_end", "evidence",
-            "actor", "since",
+            "paused", "reason", "review_id", "monitor", "window_start", "window_end",
+            "evidence", "actor", "since",
         )
     }  # fmt: skip
+    if len(pause.evidence) > MAX_EVIDENCE_LINKS:
+        fields["evidence_omitted"] = len(pause.evidence) - MAX_EVIDENCE_LINKS
+    return fields
 
 
 def _samples(

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from driftgate.jobs import drift_check as job
-from driftgate.stores.samples import Sample, SqlSampleStore, is_sampled
+from driftgate.stores.samples import Sample, SqlSampleStore
 from tests.conftest import mlflow_client
 from tests.driftgate.test_drift_check_job import STEPS, monitored  # noqa: F401
 
@@ -82,9 +82,10 @@ def test_a_sampled_window_is_judged_on_its_samples_and_records_what_they_stand_f
     rows = pool.iloc[np.random.default_rng(11).integers(0, len(pool), 2_000)]
     start, step = pd.Timestamp(SAMPLED[0], tz="UTC"), pd.Timedelta(days=1) / 2_000
     served = [f"sampled-{i}" for i in range(2_000)]
-    kept = [i for i, request_id in enumerate(served) if is_sampled(request_id, 0.25)]
-    assert 400 < len(kept) < 600  # a quarter, give or take, chosen by request id
     store = SqlSampleStore(config.serving.sample_store(config.home_dir))
+    quarter = store.sampling(0.25)
+    kept = [i for i, request_id in enumerate(served) if quarter.keeps(request_id)]
+    assert 400 < len(kept) < 600  # a quarter, give or take, chosen by request id
     store.append(
         [
             Sample(

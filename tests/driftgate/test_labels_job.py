@@ -74,6 +74,25 @@ def test_a_file_is_loaded_with_counts_of_every_kind(project, tmp_path):
     assert again.counts()["accepted"] == 0 and again.counts()["duplicates"] == 4
 
 
+def test_labels_of_unlogged_requests_are_told_apart_by_the_stores_sampling_key(project, tmp_path):
+    # At sample_fraction 0.5 the service logs a request when the store's keyed hash
+    # keeps its id; `labels load` must decide the same way: an id not kept is counted
+    # unsampled, one that would have been kept but has no sample is unknown.
+    project.serving = project.serving.model_copy(update={"sample_fraction": 0.5})
+    ids = [f"unseen-{i}" for i in range(40)]
+    file = tmp_path / "labels.csv"
+    pd.DataFrame({"request_id": ids, "record_index": 0, "label": 1}).to_csv(file, index=False)
+    store = SqlSampleStore(project.serving.sample_store(project.home_dir))
+    try:
+        kept = {i for i in ids if store.sampling(0.5).keeps(i)}
+    finally:
+        store.close()
+    assert 0 < len(kept) < len(ids)
+    outcome = load_labels(project, file)
+    assert {r.request_id for r in outcome.unknown} == kept
+    assert {key[0] for key in outcome.unsampled} == set(ids) - kept
+
+
 def test_the_command_prints_the_counts_and_fails_when_rows_were_refused(
     project, project_dir, tmp_path
 ):

@@ -94,6 +94,17 @@ def sample_url(request, tmp_path):
         yield from _postgres_database()
 
 
+def local_settings(folder: Path, **overrides):
+    """Service settings with the sample and control stores in SQLite files in ``folder``."""
+    from driftgate.config.serving import ServingSettings
+
+    return ServingSettings(
+        sample_store_url=f"sqlite:///{folder / 'samples.db'}",
+        control_store_url=f"sqlite:///{folder / 'control.db'}",
+        **overrides,
+    )
+
+
 @contextlib.contextmanager
 def admin_token_env(token: str | None = ADMIN_TOKEN):
     previous = os.environ.get("DRIFTGATE_ADMIN_TOKEN")

@@ -339,18 +339,17 @@ def test_labels_sent_over_http_drive_a_performance_monitor(service, registered, 
 
 
 def test_a_label_of_a_request_the_service_did_not_log_is_counted_unsampled(registered, settings):
-    from driftgate.stores.samples import is_sampled
-
     half = settings.model_copy(update={"sample_fraction": 0.5})
-    skipped = next(f"fb-skip-{i}" for i in range(100) if not is_sampled(f"fb-skip-{i}", 0.5))
     with ThreadedService(registered.config, half) as running:
+        is_sampled = running.state.sampling.keeps  # under the store's own key
+        skipped = next(f"fb-skip-{i}" for i in range(100) if not is_sampled(f"fb-skip-{i}"))
         answer = predict(running, registered, skipped, records=1)
         assert answer["sampled"] is False
         labelled = send(running, [{"request_id": skipped, "record_index": 0, "label": 1}])
         assert labelled.status_code == 200, labelled.text
         assert labelled.json()["unsampled"] == 1 and labelled.json()["accepted"] == 0
         # An id the service never saw, that it would have logged, is still a 404.
-        logged = next(f"fb-typo-{i}" for i in range(100) if is_sampled(f"fb-typo-{i}", 0.5))
+        logged = next(f"fb-typo-{i}" for i in range(100) if is_sampled(f"fb-typo-{i}"))
         assert (
             send(running, [{"request_id": logged, "record_index": 0, "label": 1}]).status_code
             == 404
@@ -363,14 +362,13 @@ def test_the_service_samples_accepted_and_refused_requests_by_id_and_records_the
     """serving.sample_fraction 0.5 over HTTP: a request whose id hashes out is answered
     and neither its records nor its refusal are stored; a kept one is stored with its
     fraction, so the window stands for twice its rows."""
-    from driftgate.stores.samples import is_sampled
-
     half = settings.model_copy(update={"sample_fraction": 0.5})
-    kept = [f"fr-keep-{i}" for i in range(40) if is_sampled(f"fr-keep-{i}", 0.5)][:2]
-    dropped = [f"fr-drop-{i}" for i in range(40) if not is_sampled(f"fr-drop-{i}", 0.5)][:2]
     bad = {**records_of(registered.rows, 0, 1)[0], "sea_level_pressure": 5.0}  # out of range
     start = datetime.now(UTC)
     with ThreadedService(registered.config, half) as running:
+        is_sampled = running.state.sampling.keeps  # under the store's own key
+        kept = [f"fr-keep-{i}" for i in range(40) if is_sampled(f"fr-keep-{i}")][:2]
+        dropped = [f"fr-drop-{i}" for i in range(40) if not is_sampled(f"fr-drop-{i}")][:2]
         assert predict(running, registered, kept[0], records=3)["sampled"] is True
         assert predict(running, registered, dropped[0], records=3)["sampled"] is False
         for request_id, stored in ((kept[1], True), (dropped[1], False)):

@@ -18,7 +18,6 @@ from driftgate.stores.samples import (
     LAYOUT_JSON,
     META_COLUMNS,
     OUTPUT_COLUMNS,
-    is_sampled,
     samples_table,
 )
 
@@ -148,14 +147,23 @@ def test_every_keeps_an_even_sample(store_url):
     assert kept["a"].max() - kept["a"].min() >= 80  # spread over the window
 
 
-def test_sampling_is_deterministic_and_recorded_with_the_window(store_url):
+def test_sampling_is_deterministic_and_recorded_with_the_window(store_url, tmp_path):
     ids = [f"req-{i}" for i in range(20_000)]
-    kept = [i for i in ids if is_sampled(i, 0.1)]
-    assert kept == [i for i in ids if is_sampled(i, 0.1)]  # the same answer every time
-    assert 0.09 < len(kept) / len(ids) < 0.11
-    assert all(is_sampled(i, 1.0) for i in ids[:100])
-    assert set(i for i in ids if is_sampled(i, 0.05)) <= set(kept)  # nested fractions
     store = SqlSampleStore(store_url)
+    tenth = store.sampling(0.1)
+    kept = [i for i in ids if tenth.keeps(i)]
+    # The same answer every time, and in another process opening the same store.
+    again = SqlSampleStore(store_url).sampling(0.1)
+    assert kept == [i for i in ids if again.keeps(i)]
+    assert 0.09 < len(kept) / len(ids) < 0.11
+    assert all(store.sampling(1.0).keeps(i) for i in ids[:100])
+    twentieth = store.sampling(0.05)
+    assert set(i for i in ids if twentieth.keeps(i)) <= set(kept)  # nested fractions
+    # The decision is keyed by the store's own secret: another store decides otherwise
+    # (a client cannot compute it), and the key is not shown.
+    other = SqlSampleStore(f"sqlite:///{tmp_path / 'other.db'}").sampling(0.1)
+    assert [i for i in ids if other.keeps(i)] != kept
+    assert store._sampling_key.hex() not in repr(tenth) + repr(store)
     store.append([sample(T0, "x", 0.1), sample(T0 + timedelta(minutes=1), "y", 0.5)])
     stats = store.window_stats(T0, T0 + DAY)
     assert (stats.rows, stats.estimated_records) == (2, pytest.approx(12.0))
