@@ -30,8 +30,9 @@ from datetime import timedelta
 import numpy as np
 
 from driftgate.monitors.budget import expected_false_fires
+from driftgate.monitors.kinds import kind_of
 from driftgate.monitors.nulls import decision_bound
-from driftgate.monitors.rules import CONTRACT_PREFIX, Monitor, is_output_metric, is_performance
+from driftgate.monitors.rules import Monitor
 from driftgate.monitors.stattests import NullModel, get_stattest
 
 POWER = 0.8
@@ -122,7 +123,6 @@ def _min_rows(metric, null, features, monitor, level) -> int | None:
 def plan_monitor(monitor: Monitor, profile, rows_per_window: int, within: int = 12) -> MonitorPlan:
     """The figures and warnings of one monitor at ``rows_per_window`` (module docstring)."""
     from driftgate.monitors.budget import checks_in
-    from driftgate.monitors.traffic import is_traffic_metric
 
     metric = monitor.metric
     month = checks_in(monitor.schedule, timedelta(days=MONTH_DAYS))
@@ -142,13 +142,8 @@ def plan_monitor(monitor: Monitor, profile, rows_per_window: int, within: int = 
         smallest_shift=None,
         shift_units=units,
     )
-    if (
-        metric.startswith(CONTRACT_PREFIX)
-        or is_output_metric(metric)
-        or is_performance(metric)
-        or is_traffic_metric(metric)
-    ):
-        return plan  # judged on outputs, labels or traffic counts: no per-feature figures
+    if not kind_of(metric).per_feature_plan:
+        return plan  # judged on a contract, outputs, labels or traffic: no per-feature figures
     null = get_stattest(metric).null
     if null is not None:
         plan.shift_units = null.shift_units

@@ -45,21 +45,11 @@ from driftgate.core.yamlconfig import ConfigError
 from driftgate.gates.config import GateConfig
 from driftgate.jobs.retrain import Launcher, start_retrain
 from driftgate.monitors.actions import ActionPorts, ActionRequest, ActionTaken, take_action
+from driftgate.monitors.durations import parse_duration
 from driftgate.monitors.hysteresis import Firing
+from driftgate.monitors.kinds import kind_of
 from driftgate.monitors.partitions import Mapper
-from driftgate.monitors.rules import (
-    CONTRACT_PREFIX,
-    Monitor,
-    MonitorResult,
-    check_monitors_against,
-    evaluate_monitor,
-    group_by_threshold,
-    is_output_metric,
-    is_performance,
-    parse_duration,
-    split_metric,
-)
-from driftgate.monitors.traffic import is_traffic_metric
+from driftgate.monitors.rules import Monitor, MonitorResult, check_monitors_against
 from driftgate.stores.control import fit_cause
 from driftgate.stores.factories import (
     control_store,
@@ -502,41 +492,30 @@ def decide(
     default) adds a floor of its own.
     """
     from driftgate.monitors import check_drift_counts
-    from driftgate.monitors.rules import decision_options
+    from driftgate.monitors.kinds import WindowEvidence, evaluate_all
     from driftgate.monitors.stattests import evidence_tests
 
     profile = window.profile
-    features = list(profile.features)
-    results: list[MonitorResult] = []
     # Every statistic that says it is evidence (StatTest.evidence), logged per feature
-    # for people and the MLflow compare view; decisions come from the monitors' checks.
+    # for people and the MLflow compare view; decisions come from the monitors' kinds.
     evidence = check_drift_counts(profile, counts, tests=evidence_tests())
-    # population: all judges drift on every received record, the refused ones too.
-    everyone = [m for m in monitors if m.population == "all"]
-    populations = [([m for m in monitors if m.population != "all"], counts)]
-    if group_by_threshold(everyone, features):
-        populations.append((everyone, _with_rejected(window, counts)))
-    for members, population_counts in populations:
-        for group in group_by_threshold(members, features):
-            report = check_drift_counts(
-                profile,
-                population_counts,
-                tests=sorted({m.metric for m in group}),
-                **decision_options(group, features),
-            )
-            results.extend(evaluate_monitor(m, drift_report=report) for m in group)
-    results.extend(
-        evaluate_monitor(m, contract_result=contract_result)
-        for m in monitors
-        if m.metric.startswith(CONTRACT_PREFIX)
+    window_evidence = WindowEvidence(
+        profile=profile,
+        counts=counts,
+        # population: all judges drift on every received record, the refused ones too.
+        with_rejected=lambda: _with_rejected(window, counts),
+        contract_result=contract_result,
+        # A streamed window holds an even sample of its rows: output monitors judge it.
+        samples=window.samples,
+        traffic=window.traffic,
+        labelled=None if window.store_url is None else lambda: _labelled_outputs(config, window),
+        labels_missing_reason="labels live in the sample store; a --source file has none",
+        baseline=lambda metric: registry.version_test_metric(
+            config.tracking, window.model_name, window.model_version, metric
+        ),
+        decision_threshold=config.serving.decision_threshold,
     )
-    results.extend(decide_outputs(window, [m for m in monitors if is_output_metric(m.metric)]))
-    performance = [m for m in monitors if is_performance(m.metric)]
-    if performance:
-        results.extend(judge_performance(config, window, performance))
-    results.extend(
-        evaluate_monitor(m, traffic=window.traffic) for m in monitors if is_traffic_metric(m.metric)
-    )
+    results = evaluate_all(monitors, window_evidence)
     min_rows = config.monitoring.min_rows
     if min_rows is not None and window.rows < min_rows:
         results = [
@@ -550,66 +529,32 @@ def decide(
             )
             for r in results
         ]
-    order = {m.name: i for i, m in enumerate(monitors)}
-    results.sort(key=lambda r: order[r.monitor])
     return Decision(results=results, evidence=evidence)
 
 
-def decide_outputs(window: WindowSamples, monitors: list[Monitor]) -> list[MonitorResult]:
-    """The monitors on the model's outputs (``prediction_drift``,
-    ``performance_estimate:<metric>``), judged on the window's stored outputs against
-    the profile's (:mod:`monitors.outputs`). A streamed window holds an even sample of
-    its rows in ``samples``; these monitors judge that sample, at its size."""
-    from driftgate.monitors.outputs import evaluate_output_monitor
-
-    outputs = getattr(window.profile, "outputs", None)
-    return [evaluate_output_monitor(m, outputs, window.samples) for m in monitors]
-
-
-def judge_performance(
-    config: ProjectConfig, window: WindowSamples, monitors: list[Monitor]
-) -> list[MonitorResult]:
-    """The performance monitors on the window's labelled records of the champion's
-    version (:mod:`monitors.performance`), against its gate-time test metric."""
-    from driftgate.monitors.performance import evaluate_performance
+def _labelled_outputs(config: ProjectConfig, window: WindowSamples):
+    """The window's labelled records of the champion's version and their stored outputs
+    (the performance monitors' port: the label store and the registry are adapters)."""
+    from driftgate.monitors.kinds import LabelledOutputs
     from driftgate.stores.labels import LabelStore
 
-    if window.store_url is None:
-        return [
-            MonitorResult(
-                monitor=m.name, metric=m.metric, action=m.action, threshold=m.threshold,
-                breached=False, observed=None, status="no_data",
-                reason="labels live in the sample store; a --source file has none",
-            )
-            for m in monitors
-        ]  # fmt: skip
-    name, version = window.model_name, window.model_version
-    task, classes = registry.version_outputs(config.tracking, name, version)
+    task, classes = registry.version_outputs(
+        config.tracking, window.model_name, window.model_version
+    )
     store = LabelStore(window.store_url)
     try:
-        labelled = store.labelled_window(window.start, window.end, model_version=version)
+        labelled = store.labelled_window(
+            window.start, window.end, model_version=window.model_version
+        )
     finally:
         store.close()
-    y = labelled["value"].to_numpy(dtype=float)
-    outputs = labelled["predicted_class" if task == "multiclass" else "prediction"].to_numpy(
-        dtype=float
+    column = "predicted_class" if task == "multiclass" else "prediction"
+    return LabelledOutputs(
+        task=task,
+        classes=tuple(classes),
+        y=labelled["value"].to_numpy(dtype=float),
+        outputs=labelled[column].to_numpy(dtype=float),
     )
-    results = []
-    for monitor in monitors:
-        metric = split_metric(monitor.metric)[1]
-        baseline = registry.version_test_metric(config.tracking, name, version, metric)
-        results.append(
-            evaluate_performance(
-                monitor,
-                task=task,
-                classes=len(classes),
-                y=y,
-                outputs=outputs,
-                baseline=baseline,
-                decision_threshold=config.serving.decision_threshold,
-            )
-        )
-    return results
 
 
 def _with_rejected(window: WindowSamples, counts):
@@ -764,7 +709,8 @@ def record(
     try:
         for result in results:
             # A performance window is judged again as its labels arrive: its own ledger.
-            step = state.advance_performance if is_performance(result.metric) else state.advance
+            rejudged = kind_of(result.metric).rejudged_as_labels_arrive
+            step = state.advance_performance if rejudged else state.advance
             verdict.firings[result.monitor] = step(
                 model_name=name,
                 model_version=version,
@@ -1032,7 +978,8 @@ def plan_rejudgements(
     monitors = [
         m
         for m in gates.monitors
-        if is_performance(m.metric) and (not monitor_names or m.name in monitor_names)
+        if kind_of(m.metric).rejudged_as_labels_arrive
+        and (not monitor_names or m.name in monitor_names)
     ]
     url = config.serving.sample_store(config.home_dir)
     if not monitors or not is_sql_url(url):

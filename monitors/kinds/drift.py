@@ -1,0 +1,210 @@
+"""Drift statistics on the features (``ks``, ``kl``, ``missing_share``, ... any metric
+registered in :mod:`monitors.stattests`): each feature's statistic on the window's
+counts against the reference profile, decided at the monitor's per-feature level and
+the window's size (:mod:`monitors.nulls`, the statistic's own null).
+
+Monitors on the same statistic with different decisions (threshold, level, effect-size
+floor) get one drift computation each (:func:`group_by_threshold`); ``population: all``
+monitors are judged on the counts with the refused records added.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from driftgate.monitors.kinds.registry import (
+    MonitorKind,
+    WindowEvidence,
+    base_of,
+    error_result,
+    register,
+)
+from driftgate.monitors.results import MonitorResult
+
+
+class DriftKind(MonitorKind):
+    name = "drift"
+    syntax = "a drift statistic (ks, kl, ...)"
+    per_feature_plan = True
+    fallback = True  # a metric no other kind claims is a statistic's name
+
+    def matches(self, metric: str) -> bool:
+        return ":" not in metric
+
+    def validate_metric(self, metric: str) -> None:
+        from driftgate.monitors.stattests import STATTESTS
+
+        if metric not in STATTESTS:
+            others = ", ".join(k.syntax for k in _other_kinds())
+            raise ValueError(
+                f"unknown statistic '{metric}' (known: {', '.join(sorted(STATTESTS))}, or {others})"
+            )
+
+    def validate(self, monitor) -> None:
+        # A statistic without a no-drift distribution cannot keep a false-alarm budget:
+        # deciding it on its threshold under a "calibrated" monitor (and letting the
+        # planner promise the budget) would be a promise nothing keeps.
+        from driftgate.monitors.stattests import get_stattest
+
+        if monitor.calibrated and get_stattest(monitor.metric).null is None:
+            raise ValueError(
+                f"monitor '{monitor.name}': statistic '{monitor.metric}' has no no-drift "
+                "distribution, so it cannot be calibrated to a false-alarm budget; set "
+                "calibrated: false to decide on its threshold alone"
+            )
+
+    def evaluate(self, monitors, evidence: WindowEvidence) -> list[MonitorResult]:
+        if evidence.drift_report is not None:
+            return [judge_report(m, evidence.drift_report) for m in monitors]
+        if evidence.profile is None or evidence.counts is None:
+            return [error_result(m, "no drift report for this window") for m in monitors]
+        from driftgate.monitors import check_drift_counts
+
+        features = list(evidence.profile.features)
+        everyone = [m for m in monitors if m.population == "all"]
+        populations = [([m for m in monitors if m.population != "all"], lambda: evidence.counts)]
+        if everyone:
+            populations.append((everyone, evidence.with_rejected or (lambda: evidence.counts)))
+        results = []
+        for members, counts_of in populations:
+            groups = group_by_threshold(members, features)
+            counts = counts_of() if groups else None
+            for group in groups:
+                report = check_drift_counts(
+                    evidence.profile,
+                    counts,
+                    tests=sorted({m.metric for m in group}),
+                    **decision_options(group, features),
+                )
+                results.extend(judge_report(m, report) for m in group)
+        return results
+
+
+def _other_kinds():
+    from driftgate.monitors.kinds.registry import KINDS
+
+    return [k for k in KINDS if not isinstance(k, DriftKind)]
+
+
+def is_drift(monitor) -> bool:
+    from driftgate.monitors.kinds.registry import kind_of
+
+    return isinstance(kind_of(monitor.metric), DriftKind)
+
+
+def _decision_key(monitor, features: int) -> tuple:
+    return (monitor.threshold, monitor.level(features), monitor.effect_size_floor)
+
+
+def drift_tests_of(monitors: list) -> dict[str, float]:
+    """Drift test name -> threshold to pass to ``check_drift`` for these monitors.
+
+    Two monitors on the same test with different thresholds (or levels, or floors)
+    cannot share one drift computation's decision; the caller runs one check per
+    distinct decision (see :func:`group_by_threshold`).
+    """
+    return {m.metric: m.threshold for m in monitors if is_drift(m)}
+
+
+def decision_options(monitors: list, all_features: Iterable[str]) -> dict:
+    """``check_drift`` keyword arguments deciding these monitors (one group of
+    :func:`group_by_threshold`): thresholds, per-test levels and effect-size floors."""
+    all_features = list(all_features)
+    drift = [m for m in monitors if is_drift(m)]
+    levels = {
+        m.metric: m.level(m.feature_count(all_features))
+        for m in drift
+        if m.level(m.feature_count(all_features)) is not None
+    }
+    floors = {m.metric: m.effect_size_floor for m in drift if m.effect_size_floor is not None}
+    return {
+        "thresholds": drift_tests_of(drift),
+        "levels": levels,
+        "effect_size_floor": floors or None,
+    }
+
+
+def group_by_threshold(monitors: list, all_features: Iterable[str] = ()) -> list[list]:
+    """Split drift monitors into groups in which every test has a single decision
+    (threshold, level, effect-size floor)."""
+    all_features = list(all_features)
+    groups: list[list] = []
+    for monitor in monitors:
+        if not is_drift(monitor):
+            continue
+        key = _decision_key(monitor, monitor.feature_count(all_features))
+        for group in groups:
+            if all(
+                m.metric != monitor.metric or _decision_key(m, m.feature_count(all_features)) == key
+                for m in group
+            ):
+                group.append(monitor)
+                break
+        else:
+            groups.append([monitor])
+    return groups
+
+
+def judge_report(monitor, drift_report) -> MonitorResult:
+    """A drift monitor on a window's drift report: the worst of its features."""
+    base = base_of(monitor)
+    wanted = None if monitor.features == "all" else set(monitor.features)
+    results = [
+        r
+        for r in drift_report.results
+        if r.test == monitor.metric and (wanted is None or r.feature in wanted)
+    ]
+    if wanted is not None:
+        unknown = wanted - {r.feature for r in results}
+        if unknown:
+            return error_result(
+                monitor,
+                f"features without a {monitor.metric} result: {', '.join(sorted(unknown))}",
+            )
+    if not results:
+        return error_result(monitor, f"the drift report has no '{monitor.metric}' results")
+    evaluated = [r for r in results if r.status == "ok"]
+    if not evaluated:
+        reasons = sorted({r.reason for r in results if r.reason})
+        insufficient = any(r.status == "insufficient_data" for r in results)
+        return MonitorResult(
+            **base,
+            breached=False,
+            observed=None,
+            status="insufficient_data" if insufficient else "no_data",
+            reason="; ".join(reasons) or "no data in the window",
+            level=results[0].level,
+            min_detectable=_largest(r.min_detectable for r in results),
+        )
+    breached = sorted(r.feature for r in evaluated if r.drifted)
+    if evaluated[0].direction == "p_value":
+        observed = min(
+            (r.adjusted_p_value if r.adjusted_p_value is not None else r.p_value) for r in evaluated
+        )
+    else:
+        observed = max(r.value for r in evaluated)
+    no_data = [r.feature for r in results if r.status != "ok"]
+    reason = f"no data or too few rows for {', '.join(no_data)}" if no_data else ""
+    p_values = [r.p_value for r in evaluated if r.level is not None and r.p_value is not None]
+    return MonitorResult(
+        **base,
+        breached=bool(breached),
+        observed=float(observed),
+        breached_features=breached,
+        reason=reason,
+        p_value=min(p_values) if p_values else None,
+        level=evaluated[0].level,
+        bias_corrected=_largest(r.bias_corrected for r in evaluated),
+        min_detectable=_largest(r.min_detectable for r in evaluated),
+        effect_size_floor=_largest(r.effect_size_floor for r in evaluated),
+        # The report says when a drift monitor is its bare threshold, not a budget.
+        details={} if monitor.calibrated else {"calibrated": False},
+    )
+
+
+def _largest(values) -> float | None:
+    present = [float(v) for v in values if v is not None]
+    return max(present) if present else None
+
+
+register(DriftKind())
