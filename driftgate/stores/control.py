@@ -47,13 +47,13 @@ from sqlalchemy.exc import OperationalError
 from driftgate.stores._sql import (
     FileIdentity,
     StoreError,
+    WriteProbe,
     create_store_engine,
     create_tables,
     ensure_store_id,
     identity_problem,
     redact,
     sqlite_path,
-    write_problem,
     write_transaction,
 )
 
@@ -206,6 +206,7 @@ class ControlStore:
     def __init__(self, url: str, *, sqlite_synchronous: str = "FULL") -> None:
         self.url = url
         self._sqlite_synchronous = sqlite_synchronous
+        self._probe = WriteProbe(url, sqlite_synchronous=sqlite_synchronous)
         self._open()
 
     def _open(self) -> None:
@@ -241,8 +242,9 @@ class ControlStore:
         return None
 
     def write_problem(self) -> str | None:
-        """Why the switch cannot be written right now, or None (writes nothing)."""
-        return write_problem(self.engine, self.store_id, self.file)
+        """Why the switch cannot be written right now, or None (commits one probe row on
+        a connection of its own; see :class:`~driftgate.stores._sql.WriteProbe`)."""
+        return self._probe.check(self.engine, self.store_id, self.file)
 
     def __repr__(self) -> str:
         return f"ControlStore({redact(self.url)!r})"
@@ -276,6 +278,7 @@ class ControlStore:
 
     def close(self) -> None:
         self.engine.dispose()
+        self._probe.close()
 
     @contextlib.contextmanager
     def exclusive(self, name: str, timeout_s: float = 60.0) -> Iterator[None]:

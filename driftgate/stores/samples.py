@@ -71,6 +71,7 @@ from driftgate.stores._sql import (
     FileIdentity,
     StoreError,
     StoreReplaced,
+    WriteProbe,
     create_store_engine,
     create_tables,
     delete_in_batches,
@@ -79,7 +80,6 @@ from driftgate.stores._sql import (
     is_sql_url,
     redact,
     sqlite_path,
-    write_problem,
     write_transaction,
 )
 from driftgate.training.data import PARQUET_SUFFIXES, DataError, read_table
@@ -672,7 +672,7 @@ class SqlSampleStore:
         self.store_id = ensure_store_id(self.engine, url, "sample")
         path = sqlite_path(self.engine)
         self.file = FileIdentity.of(path) if path is not None else None
-        self._had_write_problem = False
+        self._probe = WriteProbe(url, sqlite_synchronous=sqlite_synchronous)
         self._schema_ids: dict[tuple, int] = {}
         self._schemas: dict[int, tuple] = {}
         self._partitions: set[int] = set()
@@ -830,12 +830,9 @@ class SqlSampleStore:
 
     def write_problem(self) -> str | None:
         """Why the store cannot take samples right now (read-only, locked, deleted,
-        replaced, unreachable), or None. Writes nothing."""
-        problem = write_problem(self.engine, self.store_id, self.file)
-        if self._had_write_problem and problem is None:
-            self.engine.dispose()  # connections opened during the problem may be read-only
-        self._had_write_problem = problem is not None
-        return problem
+        replaced, unreachable, disk full), or None. Commits one probe row on a
+        connection of its own (see :class:`~driftgate.stores._sql.WriteProbe`)."""
+        return self._probe.check(self.engine, self.store_id, self.file)
 
     # -- reading ---------------------------------------------------------------------------
     def read_window(
@@ -1172,6 +1169,7 @@ class SqlSampleStore:
 
     def close(self) -> None:
         self.engine.dispose()
+        self._probe.close()
 
 
 class FileSampleSource:

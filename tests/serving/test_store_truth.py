@@ -1,0 +1,142 @@
+"""Stores that tell the truth (issue 28, classes 5, 6, 8 and 9), over real HTTP to a
+real uvicorn service on real SQLite files:
+
+5. a read-only write-ahead log makes the service not ready, naming it, and serving
+   resumes within a couple of seconds of it being writable again, without a restart;
+6. a full file system makes the service not ready (it was ready while /predict and
+   /admin/pause answered 503), and it serves again once space frees;
+8. a flood of large refused records stores at most the configured bytes per minute
+   (the row cap alone let 3.6-5.1 KB rows cost about 10x the documented bound);
+9. the 503s answered during a store outage reach the requests log, with their own
+   timestamps, once the store is back (``error_share`` must see the outage).
+"""
+
+from __future__ import annotations
+
+import errno
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.serving.conftest import ThreadedService, admin_headers, records_of, wait_for
+from tests.serving.test_attack_classes import chattr, sqlite_settings, stored_ids
+
+
+def readyz(service):
+    return service.client.get("/readyz")
+
+
+def not_ready(service, what: str):
+    """The first 503 of /readyz within 5 s (the store watch checks every second)."""
+    return wait_for(lambda: (r := readyz(service)).status_code == 503 and r, timeout=5, what=what)
+
+
+# -- 5. a read-only write-ahead log ------------------------------------------------------
+
+
+def test_a_read_only_wal_is_not_ready_then_serves_again_without_restart(registered, tmp_path):
+    settings = sqlite_settings(tmp_path)
+    wal = tmp_path / "samples.db-wal"
+    record = {"records": records_of(registered.rows, 0, 1)}
+    registered.set_champion("1")
+    with ThreadedService(registered.config, settings) as service:
+        assert service.client.post("/predict", json=record).status_code == 200
+        assert wal.exists()  # WAL mode: the service's connections keep it
+        chattr("+i", wal)
+        try:
+            # A request while the log cannot be written: not stored, whatever answers it;
+            # its failure may leave the pool with connections opened read-only.
+            during = service.client.post("/predict", json=record)
+            assert during.status_code == 503, during.text
+            refusal = not_ready(service, "/readyz 503 while the -wal file is read-only")
+            assert refusal.json()["problems"] == [
+                "sample store cannot take writes: its -wal file (samples.db-wal) is read-only"
+            ]
+            refused = service.client.post("/predict", json=record)
+            assert refused.status_code == 503 and "samples.db-wal) is read-only" in refused.text
+        finally:
+            chattr("-i", wal)
+        restored = time.monotonic()
+        wait_for(
+            lambda: (
+                service.client.post(
+                    "/predict", json=record, headers={"X-Request-ID": f"wal-{time.monotonic_ns()}"}
+                ).status_code
+                == 200
+            ),
+            timeout=10,
+            what="/predict 200 after the -wal file is writable again",
+        )
+        recovered = time.monotonic() - restored
+        assert recovered < 3.0, f"serving again {recovered:.1f} s after the restore"
+        assert readyz(service).status_code == 200
+        again = service.client.post("/predict", json=record, headers={"X-Request-ID": "wal-after"})
+        assert again.status_code == 200 and again.json()["sample_stored"] is True
+        print(f"\n/predict 200 again {recovered:.2f} s after chattr -i on the -wal file")
+    assert "wal-after" in stored_ids(settings.sample_store_url)
+
+
+# -- 6. a full file system ----------------------------------------------------------------
+
+
+@pytest.fixture
+def small_fs(tmp_path):
+    """A 3 MiB tmpfs (root in this sandbox and on CI); unmounted after the test."""
+    folder = tmp_path / "fs"
+    folder.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(folder)],
+        capture_output=True,
+        text=True,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def fill(folder: Path) -> Path:
+    """Write a file until the file system refuses (ENOSPC); return it (closed)."""
+    filler = folder / "filler"
+    with open(filler, "wb", buffering=0) as out:
+        try:
+            while True:
+                out.write(b"\0" * 4096)
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC, exc
+    return filler
+
+
+def test_a_full_disk_is_not_ready_and_serves_again_once_space_frees(registered, small_fs, tmp_path):
+    settings = sqlite_settings(small_fs)
+    record = {"records": records_of(registered.rows, 0, 1)}
+    registered.set_champion("1")
+    with ThreadedService(registered.config, settings) as service:
+        assert service.client.post("/predict", json=record).status_code == 200
+        filler = fill(small_fs)
+        predict = service.client.post("/predict", json=record)
+        assert predict.status_code == 503, predict.text
+        refusal = not_ready(service, "/readyz 503 on a full disk")
+        assert refusal.json()["ready"] is False
+        problems = " ".join(refusal.json()["problems"])
+        assert "sample store cannot take writes: its disk is full" in problems, problems
+        assert "control store cannot take writes: its disk is full" in problems, problems
+        pause = service.client.post("/admin/pause", json={"reason": "x"}, headers=admin_headers())
+        assert pause.status_code == 503, pause.text
+        refused = service.client.post("/predict", json=record)
+        assert refused.status_code == 503 and "disk is full" in refused.text
+
+        filler.unlink()
+        freed = time.monotonic()
+        wait_for(lambda: readyz(service).status_code == 200, timeout=5, what="ready again")
+        ready_after = time.monotonic() - freed
+        again = service.client.post("/predict", json=record, headers={"X-Request-ID": "df-after"})
+        assert again.status_code == 200 and again.json()["sample_stored"] is True
+        pause = service.client.post("/admin/pause", json={"reason": "x"}, headers=admin_headers())
+        assert pause.status_code == 200, pause.text
+        print(f"\nready {ready_after:.2f} s after space freed")
+    assert "df-after" in stored_ids(settings.sample_store_url)
