@@ -13,15 +13,19 @@ real uvicorn service on real SQLite files:
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import sqlite3
 import subprocess
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from driftgate.stores.samples import SqlSampleStore
 from tests.serving.conftest import ThreadedService, admin_headers, records_of, wait_for
-from tests.serving.test_attack_classes import chattr, sqlite_settings, stored_ids
+from tests.serving.test_attack_classes import chattr, sqlite_settings, stored_ids, write_lock
 
 
 def readyz(service):
@@ -140,3 +144,57 @@ def test_a_full_disk_is_not_ready_and_serves_again_once_space_frees(registered, 
         assert pause.status_code == 200, pause.text
         print(f"\nready {ready_after:.2f} s after space freed")
     assert "df-after" in stored_ids(settings.sample_store_url)
+
+
+# -- 9. the 503s of an outage reach the requests log ---------------------------------------
+
+
+def logged_requests(path: Path) -> list[tuple[int, int]]:
+    with contextlib.closing(sqlite3.connect(path)) as connection:
+        return connection.execute("SELECT ts_us, status FROM driftgate_requests").fetchall()
+
+
+def test_the_503s_of_a_store_outage_reach_the_requests_log(registered, tmp_path, monkeypatch):
+    from driftgate.stores import _sql
+
+    # A writer waits this long for the lock before its commit fails: the lock below,
+    # held for seconds, outlasts it (with the default 10 s it would take 20 s or more).
+    monkeypatch.setattr(_sql, "SQLITE_BUSY_TIMEOUT_MS", 1_000)
+    settings = sqlite_settings(tmp_path)
+    database = tmp_path / "samples.db"
+    record = {"records": records_of(registered.rows, 0, 1)}
+    registered.set_champion("1")
+    count = 40
+    with ThreadedService(registered.config, settings) as service:
+        assert service.client.post("/predict", json=record).status_code == 200
+        wait_for(lambda: len(logged_requests(database)) == 1, what="the 200 logged")
+        with write_lock(database):
+            wait_for(lambda: readyz(service).status_code == 503, timeout=5, what="not ready")
+            first = datetime.now(UTC)
+            answers = []
+            for _ in range(count):
+                answers.append(service.client.post("/predict", json=record).status_code)
+                time.sleep(0.05)
+            last = datetime.now(UTC)
+            time.sleep(4.0)  # the requests log tries (and fails) to write meanwhile
+        assert answers == [503] * count
+        wait_for(lambda: readyz(service).status_code == 200, timeout=5, what="ready again")
+        # Waited for, not required here: the count below says how many arrived.
+        with contextlib.suppress(AssertionError):
+            wait_for(lambda: len(logged_requests(database)) >= 1 + count, timeout=5)
+        assert "driftgate_request_log_dropped_total 0.0" in service.client.get("/metrics").text
+    rows = logged_requests(database)
+    errors = [ts for ts, status in rows if status == 503]
+    print(f"\n{len(errors)} of {count} answered 503s in the requests log")
+    assert len(errors) == count, f"{len(errors)} of {count} 503s logged"
+    # Each at its own time: within the span in which the 503s were answered.
+    low, high = first.timestamp() * 1e6, last.timestamp() * 1e6
+    assert all(low <= ts <= high for ts in errors)
+    assert len(set(errors)) == count
+    # What the error_share monitor reads for the outage's span.
+    store = SqlSampleStore(settings.sample_store_url)
+    try:
+        stats = store.request_stats(first, last)
+    finally:
+        store.close()
+    assert (stats.count, stats.errors) == (count, count)
