@@ -176,7 +176,9 @@ def open_service(
         admin_token=admin_token(settings),
         labels=labels,
         rejected_budget=(
-            RejectedBudget(settings.rejected_max_per_minute) if settings.log_rejected else None
+            RejectedBudget(settings.rejected_max_per_minute, settings.rejected_max_bytes_per_minute)
+            if settings.log_rejected
+            else None
         ),
         requests=requests,
         monitor_verdicts=verdicts,
