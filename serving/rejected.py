@@ -5,9 +5,13 @@ keeps out: the ``rejected_share`` monitor counts it and drift on ``population: a
 includes it. Two bounds keep junk from filling the disk: each row holds only the
 model's features (a number that parses as one, else NaN; a category's text) and the
 first broken field's raw value as text cut to ``MAX_RAW_VALUE_CHARS``; and
-:class:`RejectedBudget` stores at most ``serving.rejected_max_per_minute`` records per
-minute in this process, counting the rest (:class:`~driftgate.stores.samples.RejectedOverflow`
-rows in the store, ``driftgate_rejected_overflow_records`` on ``/metrics``).
+:class:`RejectedBudget` stores at most ``serving.rejected_max_bytes_per_minute`` bytes
+(each row measured as stored: :func:`~driftgate.stores.samples.rejected_row_bytes`)
+and ``serving.rejected_max_per_minute`` records per minute in this process, counting
+the rest (:class:`~driftgate.stores.samples.RejectedOverflow` rows in the store,
+``driftgate_rejected_overflow_records`` on ``/metrics``). Bytes, not rows, are what
+fill a disk: a row holds up to 32 broken fields' names, so rows of 0.8 KB and of 5 KB
+both occur, and a row cap alone let a flood of large ones cost 10x its bound.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from driftgate.stores.samples import (
     clean_rejected_features,
     minute_of,
     raw_text,
+    rejected_row_bytes,
 )
 
 # The reason of a valid record in a refused request.
@@ -31,30 +36,44 @@ OTHER_RECORD = (FieldError("", "another record of the request is refused", "requ
 
 
 class RejectedBudget:
-    """At most ``per_minute`` rejected records stored per wall-clock minute.
+    """At most ``per_minute`` rejected records and ``bytes_per_minute`` bytes of them
+    stored per wall-clock minute.
 
     Thread-safe; :meth:`take` grants part or all of a request's records and keeps count
     of the rest, which :meth:`drain_overflow` hands out (once) for the store.
     """
 
-    def __init__(self, per_minute: int, clock=time.monotonic) -> None:
+    def __init__(
+        self, per_minute: int, bytes_per_minute: int | None = None, clock=time.monotonic
+    ) -> None:
         self.per_minute = per_minute
+        self.bytes_per_minute = bytes_per_minute
         self._clock = clock
         self._lock = threading.Lock()
         self._minute = -1
         self._used = 0
+        self._used_bytes = 0
         self._overflow: dict[int, int] = {}
         self.dropped = 0  # every record refused by the cap since start
 
-    def take(self, wanted: int, event_minute: int) -> int:
-        """How many of ``wanted`` records may be stored now (the rest are counted
-        against ``event_minute``, the minute of event time they belong to)."""
+    def take(self, sizes: Sequence[int], event_minute: int) -> int:
+        """How many of a request's records (``sizes``: each one's stored bytes, in
+        order) may be stored now: the longest prefix within both caps. The rest are
+        counted against ``event_minute``, the minute of event time they belong to."""
+        wanted = len(sizes)
         with self._lock:
             minute = int(self._clock() // 60)
             if minute != self._minute:
-                self._minute, self._used = minute, 0
+                self._minute, self._used, self._used_bytes = minute, 0, 0
             granted = max(0, min(wanted, self.per_minute - self._used))
+            if self.bytes_per_minute is not None:
+                room, fits = self.bytes_per_minute - self._used_bytes, 0
+                while fits < granted and sizes[fits] <= room:
+                    room -= sizes[fits]
+                    fits += 1
+                granted = fits
             self._used += granted
+            self._used_bytes += sum(sizes[:granted])
             if wanted > granted:
                 self._overflow[event_minute] = self._overflow.get(event_minute, 0) + (
                     wanted - granted
@@ -122,4 +141,4 @@ def overflow_item(request_id: str, counts: Mapping[int, int]) -> RejectedOverflo
     return RejectedOverflow(request_id=request_id, counts=dict(counts))
 
 
-__all__ = ["RejectedBudget", "minute_of", "overflow_item", "rejected_samples"]
+__all__ = ["RejectedBudget", "minute_of", "overflow_item", "rejected_row_bytes", "rejected_samples"]

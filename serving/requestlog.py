@@ -8,8 +8,10 @@ slow the answer. :class:`RequestLog` buffers rows in memory (bounded: beyond
 ``max_buffered`` rows, or ``serving.requests_log_max_per_minute`` rows in a minute, they
 are dropped and counted) and one thread writes them every ``flush_seconds`` in one
 transaction. A killed process loses at most the last
-interval's rows; a store outage loses the rows of the outage (the readiness probe and
-the store watch report the outage itself).
+interval's rows. A write that fails (a store outage) keeps its rows buffered and
+tries again each ``flush_seconds``: the 503s answered during an outage are exactly
+what the ``error_share`` monitor must see, so they reach the store, with their own
+times, once it is back (beyond ``max_buffered`` rows they are dropped and counted).
 """
 
 from __future__ import annotations
@@ -21,10 +23,16 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from driftgate.serving.errors import describe_error
+from driftgate.stores._sql import StoreError
 from driftgate.stores.samples import RequestRecord
 
 log = logging.getLogger(__name__)
+
+# Failures of the store (an outage, a lock, a full disk): its rows are tried again.
+RETRIED = (SQLAlchemyError, StoreError, OSError)
 
 
 class RequestLog:
@@ -50,6 +58,7 @@ class RequestLog:
         self._minute, self._this_minute = -1, 0
         self._buffer: deque[RequestRecord] = deque()
         self._on_drop = on_drop or (lambda count: None)
+        self._failing = False  # the last write failed (a store outage)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="request-log", daemon=True)
 
@@ -83,16 +92,30 @@ class RequestLog:
             self._on_drop(len(rows) - room)
 
     def flush(self) -> int:
-        """Write what is buffered now; the rows of a failed write are dropped and counted."""
+        """Write what is buffered now; the rows of a failed write are buffered again
+        (see :meth:`give_back`) for the next try."""
         rows = self.drain()
         if not rows:
             return 0
         try:
-            return self._append(rows)
-        except Exception as exc:
+            written = self._append(rows)
+        except RETRIED as exc:
+            if not self._failing:  # once per outage, not once a second
+                log.warning(
+                    "request log rows not written, kept for a retry (%d buffered): %s",
+                    len(rows) + len(self._buffer), describe_error(exc),
+                )  # fmt: skip
+            self._failing = True
+            self.give_back(rows)
+            return 0
+        except Exception as exc:  # not the store: rows it would refuse on every retry
             log.warning("%d request log rows not written: %s", len(rows), describe_error(exc))
             self._on_drop(len(rows))
             return 0
+        if self._failing:
+            log.warning("request log rows written again")
+            self._failing = False
+        return written
 
     def _run(self) -> None:
         while not self._stop.wait(self.flush_seconds):
@@ -106,3 +129,6 @@ class RequestLog:
             self._thread.join(timeout=10)
         while self.flush():
             pass
+        if self._buffer:  # the store is still out: these rows are lost with the process
+            self._on_drop(len(self._buffer))
+            self._buffer.clear()

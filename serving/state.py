@@ -183,7 +183,9 @@ def open_service(
         sampling=samples.sampling(settings.sample_fraction),
         labels=labels,
         rejected_budget=(
-            RejectedBudget(settings.rejected_max_per_minute) if settings.log_rejected else None
+            RejectedBudget(settings.rejected_max_per_minute, settings.rejected_max_bytes_per_minute)
+            if settings.log_rejected
+            else None
         ),
         requests=requests,
         monitor_verdicts=verdicts,

@@ -1,9 +1,11 @@
 """Whether the stores can take a write right now, known without a probe per request.
 
-A background thread asks each store for its write problem (read-only, locked by
-another process, deleted or replaced, unreachable; see
-:func:`driftgate.stores._sql.write_problem`, which writes nothing) every
-``interval`` seconds and caches the answer. ``/readyz`` reports the cached problems;
+A background thread asks each store for its write problem (read-only, a read-only
+write-ahead log, a full disk, locked by another process, deleted or replaced,
+unreachable; see :func:`driftgate.stores._sql.write_problem`, which commits one probe
+row on a new connection, since only a commit meets a full disk and a pooled
+connection may not see what a new one would) every ``interval`` seconds and caches
+the answer. ``/readyz`` reports the cached problems;
 ``/predict`` refuses at once while the sample store has one, instead of queueing
 requests behind a store that cannot commit them. A problem that clears is noticed
 within ``interval``, and the service serves again without a restart.

@@ -120,8 +120,16 @@ class ServingSettings(StrictModel):
         6_000,
         ge=0,
         description="most rejected records one service process stores per minute; beyond "
-        "it they are counted (per minute, in the store and on /metrics), not stored, so a "
-        "flood of junk cannot fill the disk",
+        "it they are counted (per minute, in the store and on /metrics), not stored",
+    )
+    rejected_max_bytes_per_minute: int = Field(
+        3 * 1024 * 1024,
+        ge=0,
+        description="most bytes of rejected records one service process stores per "
+        "minute, each row measured as stored (its values plus 192 bytes of row overhead); "
+        "beyond it they are counted like the rows over rejected_max_per_minute, so a flood "
+        "of junk cannot fill the disk (a row may be 0.8 KB or 5 KB: rows alone do not "
+        "bound the bytes)",
     )
     log_requests: bool = Field(
         True,

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy import (
+    BigInteger,
     Column,
     Connection,
     Engine,
@@ -45,7 +46,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import OperationalError, ProgrammingError
+from sqlalchemy.exc import DBAPIError, OperationalError, ProgrammingError
+from sqlalchemy.pool import NullPool
 
 from driftgate.core.errors import EXIT_BACKEND, DriftgateError
 
@@ -81,12 +83,16 @@ def redact(url: str) -> str:
         return "<unparseable store URL>"
 
 
-def create_store_engine(url: str, *, sqlite_synchronous: str = "FULL") -> Engine:
+def create_store_engine(
+    url: str, *, sqlite_synchronous: str = "FULL", pooled: bool = True
+) -> Engine:
     """An engine for ``url`` with the durability settings described in the module doc.
 
     For a SQLite file the parent folder is created; ``:memory:`` is refused because
-    each connection would see its own empty database.
+    each connection would see its own empty database. ``pooled=False``: every
+    ``connect()`` opens a new connection (the write probe's, see :class:`WriteProbe`).
     """
+    pool = {} if pooled else {"poolclass": NullPool}
     url = normalise_url(url)
     try:
         parsed = make_url(url)
@@ -113,11 +119,12 @@ def create_store_engine(url: str, *, sqlite_synchronous: str = "FULL") -> Engine
         engine = create_engine(
             url,
             connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
+            **pool,
         )
         _configure_sqlite(engine, mode)
         return engine
     if backend == "postgresql":
-        return create_engine(url, pool_pre_ping=True)
+        return create_engine(url, pool_pre_ping=pooled, **pool)
     raise StoreError(f"unsupported store URL {redact(url)}: use sqlite:///PATH or postgresql://...")
 
 
@@ -250,6 +257,15 @@ def single_value_table(name: str, column: str) -> Table:
 
 IDENTITY_TABLE = "driftgate_store_identity"
 identity_table = single_value_table(IDENTITY_TABLE, "store_id")
+# The write probe's row (see WriteProbe): when the store last took a probe write. In
+# the identity table's metadata, so that opening a store creates both.
+PROBE_TABLE = "driftgate_store_probe"
+probe_table = Table(
+    PROBE_TABLE,
+    identity_table.metadata,
+    Column("slot", Integer, primary_key=True),  # always 1
+    Column("checked_us", BigInteger, nullable=False),
+)
 # Built once: constructing a statement costs more than running it.
 _READ_STORE_ID = select(identity_table.c.store_id).where(identity_table.c.slot == 1)
 # How long the readiness probe waits for SQLite's write lock before calling it locked;
@@ -352,33 +368,100 @@ def identity_problem(
 
 
 def write_problem(engine: Engine, store_id: str, file: FileIdentity | None) -> str | None:
-    """Why the store cannot take a write right now, or None — without writing.
+    """Why the store cannot take a write right now, or None — found by writing.
 
-    SQLite: the file is still the opened one, it and its folder are writable (an
-    immutable or read-only file refuses every new connection), and the write lock can
-    be taken within PROBE_LOCK_WAIT_MS. PostgreSQL: the database is still the opened
-    one and does not run read-only (a standby, ``default_transaction_read_only``).
+    ``engine`` should open a new connection per call (``pooled=False``): a pooled
+    SQLite connection opened while the file or its write-ahead log was read-only
+    stays read-only, and one opened before keeps a log it can no longer write, so
+    neither says what a new writer would meet. The probe commits one small row
+    (``driftgate_store_probe``): a rolled-back write never reaches the disk, so only
+    a commit finds a full disk or a log that cannot be written.
+
+    SQLite: the path still holds the opened file; it, its folder and its ``-wal`` /
+    ``-shm`` files are writable (an immutable file refuses every new connection);
+    the write lock comes within PROBE_LOCK_WAIT_MS. PostgreSQL: the database is still
+    the opened one and does not run read-only (a standby,
+    ``default_transaction_read_only``). Both: the commit succeeds.
     """
     if file is not None:
         if problem := file.problem():
             return problem
-        for path in (file.path, file.path.parent):
-            if not os.access(path, os.W_OK):
-                return f"{'its file' if path == file.path else 'its folder'} is read-only"
+        if problem := _unwritable_file(file.path):
+            return problem
     try:
-        if engine.dialect.name == "sqlite":
-            with write_transaction(engine, busy_timeout_ms=PROBE_LOCK_WAIT_MS) as connection:
-                return identity_problem(connection, store_id, None)
-        with engine.connect() as connection:
+        with write_transaction(engine, busy_timeout_ms=PROBE_LOCK_WAIT_MS) as connection:
             if problem := identity_problem(connection, store_id, None):
                 return problem
-            read_only, standby = connection.execute(
-                text("SELECT current_setting('transaction_read_only'), pg_is_in_recovery()")
-            ).one()
-            if read_only == "on" or standby:
-                return "the database is read-only"
-    except OperationalError as exc:
-        if "locked" in str(exc.orig):
-            return f"its write lock is held by another process (waited {PROBE_LOCK_WAIT_MS} ms)"
-        return "it cannot be reached"
+            if engine.dialect.name == "postgresql":
+                read_only, standby = connection.execute(
+                    text("SELECT current_setting('transaction_read_only'), pg_is_in_recovery()")
+                ).one()
+                if read_only == "on" or standby:
+                    return "the database is read-only"
+            connection.execute(_probe_write(engine.dialect.name))
+    except DBAPIError as exc:
+        return _write_failure(engine, exc)
     return None
+
+
+def _unwritable_file(path: Path) -> str | None:
+    """Which of the SQLite file, its folder and its write-ahead log files is not
+    writable (``-wal``/``-shm`` exist only while connections are open)."""
+    candidates = [(path, "its file"), (path.parent, "its folder")]
+    for suffix in ("-wal", "-shm"):
+        candidates.append((Path(f"{path}{suffix}"), f"its {suffix} file ({path.name}{suffix})"))
+    for candidate, name in candidates:
+        if candidate.exists() and not os.access(candidate, os.W_OK):
+            return f"{name} is read-only"
+    return None
+
+
+def _probe_write(dialect: str):
+    insert = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(probe_table)
+    now = time.time_ns() // 1_000
+    return insert.values(slot=1, checked_us=now).on_conflict_do_update(
+        index_elements=["slot"], set_={"checked_us": now}
+    )
+
+
+def _write_failure(engine: Engine, exc: DBAPIError) -> str:
+    """The probe's failure in words fit for /readyz (no statement, no parameters)."""
+    message = str(exc.orig)
+    lowered = message.lower()
+    if "locked" in lowered or "lock timeout" in lowered:
+        return f"its write lock is held by another process (waited {PROBE_LOCK_WAIT_MS} ms)"
+    if "disk is full" in lowered or "no space left" in lowered or "could not extend" in lowered:
+        return "its disk is full"
+    sqlite = engine.dialect.name == "sqlite"
+    if "readonly" in lowered or "read-only" in lowered:
+        if sqlite:
+            return "it opens read-only (its file, folder or -wal/-shm file is not writable)"
+        return "the database is read-only"
+    if sqlite:
+        # SQLite's messages name the condition only ("disk I/O error"), never data.
+        return f"a write to it fails ({message.splitlines()[0][:200]})"
+    return "it cannot be reached"
+
+
+class WriteProbe:
+    """A store's write probe (:func:`write_problem`) on connections of its own, and the
+    recovery of the store's pool once a problem clears.
+
+    A SQLite connection opened while the file or its write-ahead log was read-only
+    stays read-only after it is writable again, so when the probe first succeeds
+    after a failure, the store's pool is disposed: its next connections are new.
+    """
+
+    def __init__(self, url: str, *, sqlite_synchronous: str = "FULL") -> None:
+        self.engine = create_store_engine(url, sqlite_synchronous=sqlite_synchronous, pooled=False)
+        self._had_problem = False
+
+    def check(self, store_engine: Engine, store_id: str, file: FileIdentity | None) -> str | None:
+        problem = write_problem(self.engine, store_id, file)
+        if self._had_problem and problem is None:
+            store_engine.dispose()  # connections opened during the problem may be read-only
+        self._had_problem = problem is not None
+        return problem
+
+    def close(self) -> None:
+        self.engine.dispose()

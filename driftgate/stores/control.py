@@ -50,13 +50,13 @@ from driftgate.core.errors import DriftgateError
 from driftgate.stores._sql import (
     FileIdentity,
     StoreError,
+    WriteProbe,
     create_store_engine,
     create_tables,
     ensure_store_id,
     identity_problem,
     redact,
     sqlite_path,
-    write_problem,
     write_transaction,
 )
 
@@ -334,6 +334,7 @@ class ControlStore:
     def __init__(self, url: str, *, sqlite_synchronous: str = "FULL") -> None:
         self.url = url
         self._sqlite_synchronous = sqlite_synchronous
+        self._probe = WriteProbe(url, sqlite_synchronous=sqlite_synchronous)
         self._open()
 
     def _open(self) -> None:
@@ -369,8 +370,9 @@ class ControlStore:
         return None
 
     def write_problem(self) -> str | None:
-        """Why the switch cannot be written right now, or None (writes nothing)."""
-        return write_problem(self.engine, self.store_id, self.file)
+        """Why the switch cannot be written right now, or None (commits one probe row on
+        a connection of its own; see :class:`~driftgate.stores._sql.WriteProbe`)."""
+        return self._probe.check(self.engine, self.store_id, self.file)
 
     def __repr__(self) -> str:
         return f"ControlStore({redact(self.url)!r})"
@@ -404,6 +406,7 @@ class ControlStore:
 
     def close(self) -> None:
         self.engine.dispose()
+        self._probe.close()
 
     @contextlib.contextmanager
     def exclusive(self, name: str, timeout_s: float = 60.0) -> Iterator[None]:

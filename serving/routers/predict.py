@@ -22,7 +22,12 @@ from driftgate.serving.jsonbody import (
     read_body,
 )
 from driftgate.serving.outputs import Scored, score, usable
-from driftgate.serving.rejected import minute_of, overflow_item, rejected_samples
+from driftgate.serving.rejected import (
+    minute_of,
+    overflow_item,
+    rejected_row_bytes,
+    rejected_samples,
+)
 from driftgate.serving.responses import (
     MAX_ERRORS,
     REQUEST_ID_HEADER,
@@ -283,14 +288,18 @@ async def _store_rejected(svc, model: LoadedModel, body, request_id: str, broken
         return False
     received = datetime.now(UTC)
     timestamp = body.timestamp or received
-    granted = budget.take(len(body.records), minute_of(timestamp))
-    if granted < len(body.records):  # counted as the cap drops them, stored or not
-        metrics.rejected_overflow_records.inc(len(body.records) - granted)
+    # Built (and measured) before the budget is asked: it grants bytes as stored.
     build = functools.partial(
         rejected_samples, model, body.records, broken, request_id=request_id,
-        timestamp=timestamp, received=received, sample_fraction=fraction, limit=granted,
+        timestamp=timestamp, received=received, sample_fraction=fraction,
+        limit=len(body.records),
     )  # fmt: skip
-    items: list = await run_in_threadpool(build) if granted > INLINE_RECORDS else build()
+    large = len(body.records) > INLINE_RECORDS
+    rows, sizes = await run_in_threadpool(_measured, build) if large else _measured(build)
+    granted = budget.take(sizes, minute_of(timestamp))
+    if granted < len(body.records):  # counted as the cap drops them, stored or not
+        metrics.rejected_overflow_records.inc(len(body.records) - granted)
+    items: list = rows[:granted]
     overflow = budget.drain_overflow()
     if overflow:
         items.append(overflow_item(request_id, overflow))
@@ -303,6 +312,11 @@ async def _store_rejected(svc, model: LoadedModel, body, request_id: str, broken
         return False
     metrics.rejected_records.inc(granted)
     return granted == len(body.records)
+
+
+def _measured(build) -> tuple[list, list[int]]:
+    rows = build()
+    return rows, [rejected_row_bytes(row) for row in rows]
 
 
 def _broken_fields(
