@@ -7,7 +7,7 @@ TORCH_SPEC ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: help install demo test soak lint format clean
+.PHONY: help install demo test check soak lint format clean
 
 help:  ## show this help
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -27,6 +27,10 @@ demo: $(STAMP)  ## the main job: train, log and register the model on embedded d
 test: $(STAMP)  ## lint, then the whole test suite (soak variants excluded: make soak)
 	$(BIN)/ruff check .
 	$(BIN)/pytest -m "not slow"
+
+check: $(STAMP)  ## the inner loop: lint + the tests that need no model, server or flow (under 2 min)
+	$(BIN)/ruff check .
+	$(BIN)/pytest -m "not slow and not integration" -n 2
 
 soak: $(STAMP)  ## the long-running variants of the reliability tests (marker: slow)
 	$(BIN)/pytest -m slow

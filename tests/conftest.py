@@ -15,6 +15,33 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
+# -- the inner loop: `make check` runs what is not `integration` -------------------------
+# A test is an integration test when it needs what takes seconds to set up: a trained
+# and registered model, a server (MLflow, the service, PostgreSQL's stores), a Prefect
+# flow run, a real CLI process, or the DVC pipeline. Folders whose every test does;
+# fixtures that make one (a test reaching one through another fixture counts too); and
+# modules that say so themselves (`pytestmark = pytest.mark.integration`: long
+# simulations, CLI runs on a shared model).
+INTEGRATION_FOLDERS = ("driftgate", "serving", "flows", "infra", "examples")
+INTEGRATION_MODULES = ("test_dvc_pipeline.py", "test_security.py", "test_mlflow_clients.py")
+INTEGRATION_FIXTURES = frozenset(
+    {"trained_model", "project_config", "project_dir", "registered", "mlflow_server"}
+    | {"prefect_harness", "onnx_exported", "postgres_url"}
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    tests = Path(__file__).parent
+    for item in items:
+        relative = Path(item.fspath).relative_to(tests)
+        if (
+            relative.parts[0] in INTEGRATION_FOLDERS
+            or relative.name in INTEGRATION_MODULES
+            or INTEGRATION_FIXTURES & set(getattr(item, "fixturenames", ()))
+        ):
+            item.add_marker(pytest.mark.integration)
+
+
 @pytest.fixture(autouse=True)
 def _no_ambient_tracking_server(monkeypatch):
     """Tests use their own stores, never a server named by the environment.

@@ -10,6 +10,9 @@ import pytest
 
 from benchmarks import alarm_calibration_bench as bench
 
+# Five minutes of seeded simulation: the whole suite runs it, the inner loop does not.
+pytestmark = pytest.mark.integration
+
 # The rare-levels table's two categorical features with the most levels (400 and 800).
 HIGH_CARDINALITY = ["cat_6", "cat_7"]
 

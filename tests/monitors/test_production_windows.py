@@ -106,6 +106,7 @@ def failed(contract) -> set[str]:
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
+@pytest.mark.integration  # a fuzz run of a few hundred windows (25 s)
 @given(data=st.data())
 def test_hostile_windows_are_reported_never_a_crash_or_a_silent_pass(splits, profile, data):
     window, modes = data.draw(windows(splits.reference))
