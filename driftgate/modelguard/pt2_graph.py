@@ -37,6 +37,7 @@ Anything unknown fails closed, naming the JSON path of the field.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterator
@@ -65,7 +66,9 @@ BUILTIN_TARGETS = frozenset(
     | {f"torch.{name}" for name in ("sym_float", "sym_int", "sym_max", "sym_min", "sym_not")}
     | {"torch.sym_ite", "torch.sym_sqrt"}
 )
-OPERATOR_TARGET = re.compile(r"torch\.ops\.(aten|prims)\.[a-z_][a-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*")
+OPERATOR_TARGET = re.compile(
+    r"torch\.ops\.(aten|prims)\.(?!__)[a-z_][a-z0-9_]*\.(?!__)[A-Za-z_][A-Za-z0-9_]*"
+)
 # Pytree node types a spec may name: the containers of a model's inputs and outputs.
 TREESPEC_TYPES = frozenset({"builtins.tuple", "builtins.list", "builtins.dict", None})
 
@@ -73,11 +76,26 @@ MAX_EXPRESSION_CHARS = 4096
 MAX_EXPRESSION_DEPTH = 32
 MAX_INTEGER_DIGITS = 19
 MAX_JSON_DEPTH = 256
+# The keyword flags srepr writes on a Symbol (its assumptions) and a Float's precision.
+SYMBOL_ASSUMPTIONS = frozenset(
+    {"positive", "negative", "nonnegative", "nonpositive", "integer", "real", "finite",
+     "zero", "nonzero", "commutative", "rational"}
+)  # fmt: skip
+# A Symbol's name as torch writes it (s77, u0, zuf0...), and a Float's digits.
+_SYMBOL_NAME = re.compile(r"'[a-z]{1,8}[0-9]{0,12}'")
+_FLOAT_TEXT = re.compile(r"'-?[0-9]{1,30}(\.[0-9]{1,30})?(e[-+]?[0-9]{1,3})?'")
+# Operators whose schema takes text (a mode, a message, an equation): each reviewed,
+# since text is the only way an operator's arguments could name a file or a path
+# (``aten::from_file(str filename, ...)`` reads any file the service can).
+TEXT_ARGUMENT_OPERATORS = frozenset(
+    {"gelu.default", "div.Tensor_mode", "div.Scalar_mode", "_assert_scalar.default",
+     "einsum.default", "pad.default", "searchsorted.Tensor", "searchsorted.Scalar"}
+)  # fmt: skip
 
 _TOKEN = re.compile(
     r"""(?P<space>\s+)
       | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
-      | (?P<string>'[A-Za-z0-9_.+\-]{0,64}')
+      | (?P<string>'[^'\\]{0,64}')
       | (?P<number>-?[0-9]+)
       | (?P<punct>[(),=])
     """,
@@ -85,54 +103,150 @@ _TOKEN = re.compile(
 )
 
 
+class _Refused(ValueError):
+    """Why an expression is outside the grammar."""
+
+
 def expression_reason(text: object) -> str | None:
-    """Why ``text`` is not an srepr of a symbolic shape driftgate admits; None if it is."""
+    """Why ``text`` is not an srepr of a symbolic shape driftgate admits; None if it is.
+
+    A recursive-descent parse of exactly what torch writes: a call of a function of
+    :data:`SYMPY_FUNCTIONS` whose arguments are calls, integers or constants; text only
+    as a Symbol's name or a Float's digits (their first argument); keywords only a
+    Symbol's assumptions (``True``/``False``) and a Float's ``precision`` (an integer
+    of at most three digits). Anything else, ``==`` and a second ``=`` included, is
+    refused before sympy's ``eval`` sees it.
+    """
     if not isinstance(text, str):
         return "not a string"
     if len(text) > MAX_EXPRESSION_CHARS:
         return f"{len(text)} characters (at most {MAX_EXPRESSION_CHARS})"
-    depth, position, previous = 0, 0, None
+    try:
+        tokens = _tokens(text)
+        position = _expression(tokens, 0, 0)
+        if position != len(tokens):
+            raise _Refused(f"unexpected {tokens[position][1]!r} after the expression")
+    except _Refused as refused:
+        return str(refused)
+    return None
+
+
+def _tokens(text: str) -> list[tuple[str, str]]:
+    tokens, position = [], 0
     while position < len(text):
         token = _TOKEN.match(text, position)
         if token is None:
-            return f"character {text[position]!r} at {position} is outside the grammar"
-        kind, value = token.lastgroup, token.group()
+            raise _Refused(f"character {text[position]!r} at {position} is outside the grammar")
         position = token.end()
-        if kind == "space":
-            continue
-        if kind == "name":
-            keyword = text[position:].lstrip().startswith("=")
-            if keyword:
-                if not re.fullmatch(r"[a-z][a-z_]*", value):
-                    return f"keyword {value!r} is outside the grammar"
-            elif value in SYMPY_FUNCTIONS:
-                if not text[position:].lstrip().startswith("("):
-                    return f"{value!r} is not called"
-            elif value not in SYMPY_CONSTANTS:
-                return f"name {value!r} is not an allowed function or constant"
-        elif kind == "number" and len(value.lstrip("-")) > MAX_INTEGER_DIGITS:
-            return f"an integer of {len(value.lstrip('-'))} digits (at most {MAX_INTEGER_DIGITS})"
-        elif value == "(":
-            if previous != "name":
-                return "a parenthesis that does not call a function"
-            depth += 1
-            if depth > MAX_EXPRESSION_DEPTH:
-                return f"nested deeper than {MAX_EXPRESSION_DEPTH}"
-        elif value == ")":
-            depth -= 1
-            if depth < 0:
-                return "unbalanced parentheses"
-        previous = kind
-    return None if depth == 0 else "unbalanced parentheses"
+        if token.lastgroup != "space":
+            tokens.append((token.lastgroup, token.group()))
+    return tokens
+
+
+def _at(tokens, position) -> tuple[str, str]:
+    if position >= len(tokens):
+        raise _Refused("the expression ends too early (unbalanced parentheses)")
+    return tokens[position]
+
+
+def _expression(tokens, position: int, depth: int) -> int:
+    """Parse one expression at ``position``; the position after it."""
+    kind, value = _at(tokens, position)
+    if kind == "number":
+        if len(value.lstrip("-")) > MAX_INTEGER_DIGITS:
+            raise _Refused(
+                f"an integer of {len(value.lstrip('-'))} digits (at most {MAX_INTEGER_DIGITS})"
+            )
+        return position + 1
+    if value == "(":
+        raise _Refused("a parenthesis that does not call a function")
+    if kind != "name":
+        raise _Refused(f"{value!r} where an expression belongs")
+    if value in SYMPY_CONSTANTS:
+        return position + 1
+    if value not in SYMPY_FUNCTIONS:
+        raise _Refused(f"name {value!r} is not an allowed function or constant")
+    if position + 1 >= len(tokens) or tokens[position + 1] != ("punct", "("):
+        raise _Refused(f"{value!r} is not called")
+    if depth + 1 > MAX_EXPRESSION_DEPTH:
+        raise _Refused(f"nested deeper than {MAX_EXPRESSION_DEPTH}")
+    return _arguments(value, tokens, position + 2, depth + 1)
+
+
+def _arguments(function: str, tokens, position: int, depth: int) -> int:
+    """The arguments of ``function`` up to its closing parenthesis; the position after."""
+    index = 0
+    while _at(tokens, position) != ("punct", ")"):
+        if index:
+            if _at(tokens, position) != ("punct", ","):
+                raise _Refused(f"{_at(tokens, position)[1]!r} between arguments of {function}")
+            position += 1
+        kind, value = _at(tokens, position)
+        if kind == "string":
+            pattern = {"Symbol": _SYMBOL_NAME, "Float": _FLOAT_TEXT}.get(function)
+            if index != 0 or pattern is None or not pattern.fullmatch(value):
+                raise _Refused(
+                    f"text {value!r} in {function} (only a Symbol's name or a Float's digits)"
+                )
+            position += 1
+        elif (
+            kind == "name"
+            and position + 1 < len(tokens)
+            and tokens[position + 1]
+            == (
+                "punct",
+                "=",
+            )
+        ):
+            position = _keyword(function, value, tokens, position + 2)
+        else:
+            position = _expression(tokens, position, depth)
+        index += 1
+    return position + 1
+
+
+def _keyword(function: str, name: str, tokens, position: int) -> int:
+    kind, value = _at(tokens, position)
+    if function == "Symbol" and name in SYMBOL_ASSUMPTIONS and value in ("True", "False"):
+        return position + 1
+    if function == "Float" and name == "precision" and kind == "number" and len(value) <= 3:
+        return position + 1
+    raise _Refused(f"keyword {name}={value} is outside the grammar of {function}")
 
 
 def target_reason(target: object) -> str | None:
-    """Why ``target`` is not an operator a node may call; None if it is."""
+    """Why ``target`` is not an operator a node may call; None if it is.
+
+    An ``aten``/``prims`` operator torch has, that writes to none of its arguments (a
+    graph declares its own dialect, so torch's check that a graph is functional cannot
+    be relied on) and takes no text unless reviewed (:data:`TEXT_ARGUMENT_OPERATORS`);
+    or an arithmetic builtin on symbolic sizes.
+    """
     if not isinstance(target, str):
         return "not a string"
-    if OPERATOR_TARGET.fullmatch(target) or target in BUILTIN_TARGETS:
+    if target in BUILTIN_TARGETS:
         return None
-    return "not an aten/prims operator or an allowed builtin"
+    if not OPERATOR_TARGET.fullmatch(target):
+        return "not an aten/prims operator or an allowed builtin"
+    return _operator_reason(target)
+
+
+@functools.lru_cache(maxsize=1024)
+def _operator_reason(target: str) -> str | None:
+    import torch
+
+    _, _, namespace, name, overload = target.split(".")
+    try:
+        operator = getattr(getattr(getattr(torch.ops, namespace), name), overload)
+        schema = operator._schema
+    except (AttributeError, RuntimeError):
+        return "not an operator torch has"
+    if schema.is_mutable:
+        return "an operator that writes to its arguments"
+    text = [a.name for a in schema.arguments if "str" in str(a.type)]
+    if text and f"{name}.{overload}" not in TEXT_ARGUMENT_OPERATORS:
+        return f"an operator taking text ({', '.join(text)}), which may name a file"
+    return None
 
 
 def treespec_reason(spec: object) -> str | None:

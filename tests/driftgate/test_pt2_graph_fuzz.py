@@ -175,7 +175,41 @@ def test_expressions_torch_writes_are_admitted(text):
         ("Symbol('s0\\x27)", "character"),
         ("Symbol", "'Symbol' is not called"),
         ("Integer(1", "unbalanced"),
+        # Found in review: text and keywords sympy would parse again or spend minutes on.
+        ("Rational('1e100000000')", "text \"'1e100000000'\" in Rational"),
+        ("Float('1.0', dps=100000000)", "keyword dps=100000000"),
+        ("Float('1.0', precision=100000000)", "keyword precision=100000000"),
+        ("Max(exec==Integer(1), 1)", "keyword exec="),
+        ("Abs('x.y')", "text \"'x.y'\" in Abs"),
+        ("Max('Symbol.mro', 1)", "in Max"),
+        ("Symbol('S.y')", "in Symbol"),
     ],
 )
 def test_expressions_outside_the_grammar_are_refused_naming_why(text, reason):
     assert reason in pt2_graph.expression_reason(text)
+
+
+@pytest.mark.parametrize(
+    "target, reason",
+    [
+        # Found in review: a functional aten op that reads any file into a tensor (and,
+        # with an in-place op in a graph that declares the training dialect, writes it).
+        ("torch.ops.aten.from_file.default", "an operator taking text (filename)"),
+        ("torch.ops.aten.fill_.Scalar", "an operator that writes to its arguments"),
+        ("torch.ops.aten.copy_.default", "an operator that writes to its arguments"),
+        ("torch.ops.aten._print.default", "an operator taking text"),
+        ("torch.ops.aten.no_such_op.default", "not an operator torch has"),
+        ("torch.ops.aten.__class__.x", "not an aten/prims operator"),
+    ],
+)
+def test_operators_that_could_touch_files_or_state_are_refused(target, reason):
+    assert reason in pt2_graph.target_reason(target)
+
+
+@pytest.mark.parametrize(
+    "target",
+    ["torch.ops.aten.linear.default", "torch.ops.aten.gelu.default", "torch.ops.aten.sub.Tensor",
+     "torch.ops.aten.sym_size.int", "_operator.getitem"],
+)  # fmt: skip
+def test_ordinary_operators_are_admitted(target):
+    assert pt2_graph.target_reason(target) is None
