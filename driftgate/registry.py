@@ -437,9 +437,9 @@ LOADABLE = (
 
 
 class OnnxPyfunc:
-    """An MLflow ONNX model's pyfunc answering as a torch one does: ``predict`` takes a
-    float32 matrix (or a frame) and returns the model's first output as an array (MLflow's
-    ONNX wrapper returns a dict of outputs for an array)."""
+    """The pyfunc of a format whose MLflow wrapper answers a dict of named outputs (ONNX:
+    ``ModelFormat.outputs_by_name``), answering as a torch one does: ``predict`` takes a
+    float32 matrix (or a frame) and returns the model's first output as an array."""
 
     def __init__(self, pyfunc: Any) -> None:
         self.pyfunc = pyfunc
@@ -477,7 +477,9 @@ def load_checked_model(folder: Path, label: str):
 
     refuse_unsafe_model(folder, label)
     pyfunc = mlflow.pyfunc.load_model(str(folder))
-    return OnnxPyfunc(pyfunc) if modelguard.model_format(folder) == modelguard.ONNX else pyfunc
+    # The folder passed, so a format claimed it; what its pyfunc answers is the format's.
+    model_format = modelguard.format_of(folder)
+    return OnnxPyfunc(pyfunc) if model_format and model_format.outputs_by_name else pyfunc
 
 
 def refuse_unsafe_model(folder: Path, label: str) -> None:

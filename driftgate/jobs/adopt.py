@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from driftgate import registry
+from driftgate import modelguard, registry
 from driftgate.config import ProjectConfig
 from driftgate.core.errors import EXIT_USAGE, DriftgateError
 from driftgate.gates.checks import NotApplicable
@@ -243,16 +243,23 @@ def labelled_metrics(
 
 
 def environment_of(mlmodel: dict) -> dict[str, str]:
-    """Python and torch (or onnx) versions the model was logged with, read from its
-    MLmodel (what the environment gate check compares with this environment); an ONNX
-    model is marked ``model_format: onnx`` (torch does not run it)."""
+    """Python and the format's runtime versions (torch for pt2, onnx for ONNX) the model
+    was logged with, read from its MLmodel (what the environment gate check compares
+    with this environment); a model torch does not run is marked ``model_format: NAME``
+    (the gate check then reports torch as not applicable)."""
     flavours = mlmodel.get("flavors") or {}
-    onnx = flavours.get("onnx")
+    # The model passed the allow-list, so a format claims it: its runtime, not a name test.
+    model_format = modelguard.formats.format_claiming(flavours)
+    runtime = model_format.runtime_versions if model_format else {}
     found = {
         "python": (flavours.get("python_function") or {}).get("python_version"),
-        "torch": (flavours.get("pytorch") or {}).get("pytorch_version"),
-        "onnx": (onnx or {}).get("onnx_version") if isinstance(onnx, dict) else None,
-        "model_format": "onnx" if onnx is not None else None,
+        **{
+            key: (flavours.get(flavour) or {}).get(field)
+            for key, (flavour, field) in runtime.items()
+        },
+        "model_format": (
+            model_format.name if model_format and not model_format.runs_on_torch else None
+        ),
         "mlflow": mlmodel.get("mlflow_version"),
     }
     return {k: str(v) for k, v in found.items() if v}

@@ -21,8 +21,8 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from driftgate import modelguard
 from driftgate.modelguard import pt2_graph
+from driftgate.modelguard.formats import pt2
 
 SYMBOL = "Symbol('s77', positive=True, integer=True)"
 
@@ -141,7 +141,7 @@ def test_nothing_the_grammar_admits_runs_code(exported, tmp_path, data):
         for name, content in members.items():
             archive.writestr(name, content)
     with zipfile.ZipFile(path) as archive:
-        findings = modelguard._inspect_pt2_members("data/model.pt2", archive)
+        findings = pt2.inspect_pt2_members("data/model.pt2", archive)
     if findings:
         return  # refused before torch saw it
     _load_and_call(path)

@@ -1,0 +1,170 @@
+"""The model formats of the allow-list (driftgate.modelguard.formats) as a closed list.
+
+Each format is judged on what MLflow itself writes: a pt2 model saved with
+``mlflow.pytorch.save_model`` and an ONNX model with ``mlflow.onnx.save_model``, then
+edited. A format is a security decision, so the list must stay closed (nothing
+outside the package registers one) and no format may admit another's flavours.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import sys
+
+import numpy as np
+import pytest
+import yaml
+
+from driftgate import modelguard
+from driftgate.modelguard import formats
+from tests import hostile_models as hostile
+
+
+@pytest.fixture(scope="module")
+def genuine(tmp_path_factory):
+    """A folder per registered format, as MLflow writes it: format name -> folder."""
+    import mlflow
+    import torch
+    from onnx import TensorProto, helper
+
+    root = tmp_path_factory.mktemp("formats")
+
+    class Probability(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = torch.nn.Linear(4, 1)
+
+        def forward(self, x):
+            return torch.sigmoid(self.linear(x)).squeeze(-1)
+
+    example = np.zeros((3, 4), np.float32)
+    mlflow.pytorch.save_model(
+        Probability(), str(root / "pt2"), serialization_format="pt2", input_example=example
+    )
+    weights = helper.make_tensor("w", TensorProto.FLOAT, [4, 1], [0.5] * 4)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["p"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 4])],
+        [helper.make_tensor_value_info("p", TensorProto.FLOAT, [None, 1])], [weights],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    mlflow.onnx.save_model(model, str(root / "onnx"))
+    folders = {"pt2": root / "pt2", "onnx": root / "onnx"}
+    # Every registered format has a genuine folder here: a new format needs one too.
+    assert sorted(folders) == sorted(f.name for f in formats.formats())
+    return folders
+
+
+def copy_of(folder, tmp_path, name="copy"):
+    target = tmp_path / name
+    shutil.copytree(folder, target)
+    return target
+
+
+def flavours_of(folder) -> dict:
+    return yaml.safe_load((folder / "MLmodel").read_text())["flavors"]
+
+
+def set_flavour(folder, flavour: str, conf: dict) -> None:
+    meta = yaml.safe_load((folder / "MLmodel").read_text())
+    meta["flavors"][flavour] = conf
+    (folder / "MLmodel").write_text(yaml.safe_dump(meta))
+
+
+def test_the_closed_list_is_pt2_and_onnx_and_each_genuine_folder_passes(genuine):
+    """Control for the tests below: each format claims and admits its own folder."""
+    assert [f.name for f in formats.formats()] == ["onnx", "pt2"]
+    for name, folder in genuine.items():
+        assert modelguard.inspect_model_folder(folder) == []
+        assert modelguard.model_format(folder) == name
+        assert modelguard.format_of(folder) is formats.format_named(name)
+    assert modelguard.format_of(genuine["onnx"]).outputs_by_name
+    assert not modelguard.format_of(genuine["pt2"]).outputs_by_name
+    assert [f.runs_on_torch for f in formats.formats()] == [False, True]
+
+
+def test_register_refuses_a_caller_outside_the_formats_package(tmp_path):
+    """A plugin (any module outside driftgate/modelguard/formats/) cannot add a format,
+    even a copy of a registered one under a new name and flavour."""
+
+    class Pickled(type(formats.format_named("pt2"))):
+        name = "pickled"
+        marker = "sklearn"
+
+    before = formats.formats()
+    with pytest.raises(PermissionError, match=r"tests\.driftgate\.test_model_formats may not"):
+        formats.register(Pickled())
+
+    # A module file elsewhere, imported as a plugin would be (gates.yaml plugins:).
+    plugin = tmp_path / "format_plugin.py"
+    plugin.write_text(
+        "from driftgate.modelguard.formats import register\n"
+        "from driftgate.modelguard.formats.pt2 import Pt2Format\n"
+        "class Sklearn(Pt2Format):\n"
+        "    name = 'sklearn'\n"
+        "    marker = 'sklearn'\n"
+        "register(Sklearn())\n"
+    )
+    # Named like the package but not inside it: the check is on the module, not a prefix.
+    for module_name in ("format_plugin", "driftgate.modelguard.formats_plugin"):
+        spec = importlib.util.spec_from_file_location(module_name, plugin)
+        module = importlib.util.module_from_spec(spec)
+        with pytest.raises(PermissionError, match="closed list"):
+            spec.loader.exec_module(module)
+        sys.modules.pop(module_name, None)
+    assert formats.formats() == before
+    assert formats.format_claiming({"sklearn": {}, "python_function": {}}) is None
+
+
+def test_each_format_refuses_every_other_formats_flavours(genuine, tmp_path):
+    """Naming another format's flavours beside a format's own never widens what loads:
+    each format's rules refuse the other's marker flavour and its loader, whichever
+    format claims the folder."""
+    for own in formats.formats():
+        for other in formats.formats():
+            if other is own:
+                continue
+            assert other.marker not in own.flavour_checks()
+            theirs = flavours_of(genuine[other.name])
+
+            folder = copy_of(genuine[own.name], tmp_path, f"{own.name}-with-{other.name}")
+            set_flavour(folder, other.marker, theirs[other.marker])
+            assert modelguard.format_of(folder) in (own, other)  # both markers: either
+            assert modelguard.inspect_model_folder(folder), "two formats' flavours passed"
+            assert (
+                f"MLmodel: flavour '{other.marker}' is not allowed (only {', '.join(own.flavours)})"
+            ) in [str(f) for f in own.mlmodel_findings("MLmodel", folder / "MLmodel")]
+
+            folder = copy_of(genuine[own.name], tmp_path, f"{own.name}-loader-{other.name}")
+            set_flavour(folder, "python_function", theirs["python_function"])
+            assert modelguard.format_of(folder) is own
+            assert (
+                f"MLmodel: python_function.loader_module: {other.loader_module!r}; "
+                f"only {own.loader_module!r} may load"
+            ) in [str(f) for f in modelguard.inspect_model_folder(folder)]
+
+
+def test_a_folder_no_format_claims_is_refused_naming_the_known_formats(genuine, tmp_path, marker):
+    """The pt2 folder with its ``pytorch`` flavour taken out and a cloudpickled pyfunc in:
+    no format claims it, so it is refused naming the formats; the rules that judge
+    unclaimed folders (pt2's, as before) still say what it lacks and name the pickle."""
+    folder = copy_of(genuine["pt2"], tmp_path)
+    hostile.cloudpickled_pyfunc(marker)(folder)
+    hostile.edit_mlmodel(folder, lambda meta: meta["flavors"].pop("pytorch"))
+    assert modelguard.format_of(folder) is None and modelguard.model_format(folder) is None
+    findings = modelguard.inspect_model_folder(folder)
+    reasons = [str(f) for f in findings]
+    assert reasons[0] == (
+        "MLmodel: flavours python_function: not a model format driftgate loads (known: "
+        "onnx (flavour 'onnx'), pt2 (flavour 'pytorch'))"
+    )
+    assert "MLmodel: flavour 'pytorch' is missing" in reasons
+    assert "python_model.pkl: a pickle stream (protocol 5)" in reasons
+    assert modelguard.describe(findings).startswith("python_model.pkl: a pickle stream")
+    assert not marker.exists()
+
+
+@pytest.fixture
+def marker(tmp_path):
+    return tmp_path / "payload-ran"
