@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
 
 from driftgate.serving.errors import describe_error
 from driftgate.stores._sql import StoreError
@@ -31,8 +31,10 @@ from driftgate.stores.samples import RequestRecord
 
 log = logging.getLogger(__name__)
 
-# Failures of the store (an outage, a lock, a full disk): its rows are tried again.
-RETRIED = (SQLAlchemyError, StoreError, OSError)
+# Failures of the store (an outage, a lock, a full disk, a lost connection): its rows
+# are tried again. Not IntegrityError, DataError or StatementError: those are rows the
+# store refuses, which would block every later row if they were put back at the front.
+RETRIED = (OperationalError, InterfaceError, DisconnectionError, StoreError, OSError)
 
 
 class RequestLog:
@@ -57,6 +59,9 @@ class RequestLog:
         self._clock = clock
         self._minute, self._this_minute = -1, 0
         self._buffer: deque[RequestRecord] = deque()
+        # drain and give_back run on the sample writer's thread and on this log's own:
+        # two threads popping one deque would race between its length and its pop.
+        self._lock = threading.Lock()
         self._on_drop = on_drop or (lambda count: None)
         self._failing = False  # the last write failed (a store outage)
         self._stop = threading.Event()
@@ -80,14 +85,16 @@ class RequestLog:
         """Take up to ``limit`` buffered rows (the sample writer commits them with its
         next batch: no transaction, no fsync of their own)."""
         rows = []
-        while self._buffer and len(rows) < limit:
-            rows.append(self._buffer.popleft())
+        with self._lock:
+            while self._buffer and len(rows) < limit:
+                rows.append(self._buffer.popleft())
         return rows
 
     def give_back(self, rows: Sequence[RequestRecord]) -> None:
         """Rows whose batch failed: buffered again (up to the bound; the rest counted)."""
-        room = max(0, self.max_buffered - len(self._buffer))
-        self._buffer.extendleft(reversed(rows[:room]))
+        with self._lock:
+            room = max(0, self.max_buffered - len(self._buffer))
+            self._buffer.extendleft(reversed(rows[:room]))
         if len(rows) > room:
             self._on_drop(len(rows) - room)
 

@@ -119,3 +119,28 @@ def test_the_requests_log_is_capped_per_minute_and_counts_what_it_drops(tmp_path
     log.close()  # writes what is buffered
     assert [r.status for r in written] == [200, 200, 200, 503]
     assert sum(dropped) == 2
+
+
+def test_rows_the_store_refuses_are_dropped_and_counted_never_retried_forever():
+    """Found in review: every SQLAlchemyError was retried, so a batch the store refuses
+    (a StatementError, an IntegrityError) went back to the front of the buffer on every
+    flush and blocked every later row. An outage (OperationalError) is still retried."""
+    from sqlalchemy.exc import OperationalError, StatementError
+
+    from driftgate.serving.requestlog import RequestLog
+
+    written, dropped, failures = [], [], [StatementError("refused", None, {}, TypeError("x"))]
+    failures.append(OperationalError("INSERT", {}, Exception("database is locked")))
+
+    def append(rows):
+        if failures:
+            raise failures.pop(0)
+        written.extend(rows)
+        return len(rows)
+
+    log = RequestLog(append, on_drop=dropped.append)
+    log.add(500, 0.1)
+    assert log.flush() == 0 and dropped == [1]  # refused: dropped and counted
+    log.add(503, 0.2)
+    assert log.flush() == 0 and dropped == [1]  # an outage: kept for the retry
+    assert log.flush() == 1 and [r.status for r in written] == [503]
