@@ -299,7 +299,13 @@ def test_a_re_created_postgres_database_stops_acknowledging(registered, tmp_path
             ]
             assert [a.status_code for a in answers] == [503] * 5, [a.text for a in answers]
             wait_for(lambda: not ready(service), what="not ready")
-            assert "replaced" in service.client.get("/readyz").text
+            # A check that ran while the database was dropped and not yet re-created says
+            # "cannot be reached"; the next one (a second later) names the replacement.
+            wait_for(
+                lambda: "replaced" in service.client.get("/readyz").text,
+                timeout=10,
+                what="/readyz to name the replaced database",
+            )
         assert not stored_ids(url) & {f"new-{i}" for i in range(5)}
     finally:
         next(database, None)
