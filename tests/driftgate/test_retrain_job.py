@@ -71,6 +71,7 @@ def retraining(trained_model, tmp_path_factory):
         [LabelInput(i, f"{DRIFT_4[0]}-{i}", 0, truth[i]) for i in range(LABELLED)],
         outputs_of=lambda name, version: ("binary", ()),
         horizon=None,
+        source="test-labels",
         all_or_nothing=False,
     )
     labels.close()
