@@ -48,6 +48,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from driftgate.config import ProjectConfig
@@ -71,9 +72,21 @@ TOO_FEW_VERIFIED = (
 )
 # Lines of ADDED_FILE besides the splits: unverified labels trained on, and left out.
 UNVERIFIED_TRAIN, UNVERIFIED_LEFT_OUT = "unverified_train", "unverified_left_out"
+# 1: the region guard flagged the unverified labels, and none were trained on; what it
+# found is in FLAGGED_FILE of the data folder.
+UNVERIFIED_FLAGGED = "unverified_flagged"
+FLAGGED_FILE = "unverified_flagged.txt"
 # Columns window_training_rows adds beside the training data's: who sent each label and
 # its record's event time (dropped before anything is written).
 SOURCE_COLUMN, EVENT_COLUMN = "__label_source__", "__event_us__"
+_TARGET_VALUE = "__label_value__"  # the label as a number (binary 0/1, a class index)
+# ... and the class the champion answered for the record (-1 when it gave none).
+ANSWERED_COLUMN = "__answered_class__"
+# The region guard (select_window_rows): a feature's range is cut into this many
+# quantile bins of the unverified labels; a bin is flagged when its labels disagree
+# with what the champion answered this much more often than the others' do, and a
+# one-sided two-proportion test says so at this level, shared by every feature and bin.
+GUARD_BINS, GUARD_MIN_ROWS, GUARD_EFFECT, GUARD_ALPHA = 5, 20, 0.3, 0.001
 
 
 @dataclass(frozen=True)
@@ -85,6 +98,7 @@ class RetrainData:
     added: dict[str, int]  # split -> window rows added (train: unverified ones included)
     unverified: dict[str, int] = field(default_factory=dict)  # trained on / left out
     reason: str = NO_LABELS  # why the configured data alone (folder None)
+    flagged: str | None = None  # what the region guard found in the unverified labels
 
     @property
     def summary(self) -> str:
@@ -93,7 +107,9 @@ class RetrainData:
         parts = ", ".join(f"{rows} to {split}" for split, rows in self.added.items())
         text = f"trained on the configured data + the window's labelled records ({parts})"
         trained, left = (self.unverified.get(k, 0) for k in (UNVERIFIED_TRAIN, UNVERIFIED_LEFT_OUT))
-        if trained or left:
+        if self.flagged is not None:
+            text += f"; {left} unverified label(s) left out, flagged for review: {self.flagged}"
+        elif trained or left:
             text += (
                 f"; {trained} unverified label(s) in train only, older than every scored "
                 f"row; {left} newer unverified label(s) left out"
@@ -120,10 +136,19 @@ def retrain_data(config: ProjectConfig, retrain_id: str, window: tuple[str, str]
     else:
         added = _added_rows(folder)
     splits = {name: added[name] for name in SPLIT_NAMES if name in added}
-    unverified = {k: added[k] for k in (UNVERIFIED_TRAIN, UNVERIFIED_LEFT_OUT) if k in added}
+    unverified = {
+        k: added[k]
+        for k in (UNVERIFIED_TRAIN, UNVERIFIED_LEFT_OUT, UNVERIFIED_FLAGGED)
+        if k in added
+    }
     prepared = config.data.model_copy(update={"prepared": str(folder)})
+    flagged = folder / FLAGGED_FILE
     return RetrainData(
-        config.model_copy(update={"data": prepared}), folder, splits, unverified=unverified
+        config.model_copy(update={"data": prepared}),
+        folder,
+        splits,
+        unverified=unverified,
+        flagged=flagged.read_text().strip() if flagged.is_file() else None,
     )
 
 
@@ -137,7 +162,7 @@ def build(config: ProjectConfig, window: tuple[str, str], folder: Path) -> dict[
     selected = select_window_rows(labelled, config)
     if isinstance(selected, str):
         return selected
-    parts, unverified = selected
+    parts, unverified, flagged = selected
     joined = Splits(
         **{name: _append(getattr(data.splits, name), getattr(parts, name)) for name in SPLIT_NAMES},
         production=data.splits.production,
@@ -147,6 +172,8 @@ def build(config: ProjectConfig, window: tuple[str, str], folder: Path) -> dict[
     save_prepared(raw, joined, staging)
     added = {name: len(getattr(parts, name)) for name in SPLIT_NAMES} | unverified
     (staging / ADDED_FILE).write_text("".join(f"{k} {v}\n" for k, v in added.items()))
+    if flagged is not None:
+        (staging / FLAGGED_FILE).write_text(flagged + "\n")
     try:
         os.replace(staging, folder)  # another builder may have won: same data, keep theirs
     except OSError:
@@ -158,12 +185,13 @@ def build(config: ProjectConfig, window: tuple[str, str], folder: Path) -> dict[
 
 def select_window_rows(
     labelled: pd.DataFrame, config: ProjectConfig
-) -> tuple[Splits, dict[str, int]] | str:
+) -> tuple[Splits, dict[str, int], str | None] | str:
     """Where the window's labelled records go (the module doc): the verified ones split
     by the configured method and shares, the unverified ones older than every held-out
     verified row added to train. ``labelled`` is :func:`window_training_rows`' frame;
     the result's splits no longer hold its source and event-time columns. Returns
-    (splits, unverified counts), or why nothing is added."""
+    (splits, unverified counts, what the region guard flagged or None), or why nothing
+    is added."""
     if labelled.empty:
         return NO_LABELS
     verified = labelled[SOURCE_COLUMN].map(is_verified).to_numpy(dtype=bool)
@@ -186,8 +214,12 @@ def select_window_rows(
     # request's records share its time) is not "before" it.
     unverified = labelled[~verified]
     older = unverified[unverified[EVENT_COLUMN] < held_out[EVENT_COLUMN].min()]
+    flagged = concentrated_disagreement(older, settings.target)
+    if flagged is not None:  # for a person to review, not to train on
+        log.warning("unverified labels left out of the retrain, for review: %s", flagged)
+        older = older.iloc[:0]
     train = pd.concat([parts.train, older]).sort_values(EVENT_COLUMN, kind="stable")
-    internal = [SOURCE_COLUMN, EVENT_COLUMN]
+    internal = [SOURCE_COLUMN, EVENT_COLUMN, ANSWERED_COLUMN, _TARGET_VALUE]
     splits = Splits(
         train=train.drop(columns=internal).reset_index(drop=True),
         validation=parts.validation.drop(columns=internal),
@@ -195,7 +227,61 @@ def select_window_rows(
         production=parts.production.drop(columns=internal),
     )
     counts = {UNVERIFIED_TRAIN: len(older), UNVERIFIED_LEFT_OUT: len(unverified) - len(older)}
-    return splits, counts
+    if flagged is not None:
+        counts[UNVERIFIED_FLAGGED] = 1
+    return splits, counts, flagged
+
+
+def concentrated_disagreement(rows: pd.DataFrame, target: str) -> str | None:
+    """Where unverified labels contradict the champion in one region of the inputs.
+
+    A backdoor by labels is a shift concentrated in one range of one feature: there the
+    labels say the opposite of what the champion answered, elsewhere they agree about as
+    often as labels do. Each numeric feature's range over ``rows`` is cut into
+    ``GUARD_BINS`` quantile bins; a bin of at least ``GUARD_MIN_ROWS`` labels is
+    flagged when its share of labels unlike the champion's answer exceeds the other
+    bins' by ``GUARD_EFFECT`` and a one-sided two-proportion z-test rejects equal shares
+    at ``GUARD_ALPHA`` divided among every feature and bin tested. Returns what was
+    found (feature, range, both shares), or None. Rows the champion gave no class for
+    (regression) are not judged.
+    """
+    from scipy.stats import norm
+
+    answered = rows[rows[ANSWERED_COLUMN] >= 0] if ANSWERED_COLUMN in rows else rows.iloc[:0]
+    if len(answered) < 2 * GUARD_MIN_ROWS:
+        return None
+    label = answered[_TARGET_VALUE].to_numpy(dtype=float)
+    unlike = label != answered[ANSWERED_COLUMN].to_numpy(dtype=float)
+    numeric = [
+        c for c in answered.columns
+        if c not in (SOURCE_COLUMN, EVENT_COLUMN, ANSWERED_COLUMN, _TARGET_VALUE, target)
+        and pd.api.types.is_float_dtype(answered[c])
+    ]  # fmt: skip
+    tests = max(1, len(numeric) * GUARD_BINS)
+    threshold = norm.isf(GUARD_ALPHA / tests)
+    worst = None
+    for name in numeric:
+        values = answered[name].to_numpy(dtype=float)
+        edges = np.unique(np.nanquantile(values, np.linspace(0, 1, GUARD_BINS + 1)))
+        bins = np.clip(np.searchsorted(edges, values, side="right") - 1, 0, len(edges) - 2)
+        for b in range(len(edges) - 1):
+            inside = bins == b
+            n_in, n_out = int(inside.sum()), int((~inside).sum())
+            if n_in < GUARD_MIN_ROWS or n_out < GUARD_MIN_ROWS:
+                continue
+            p_in, p_out = unlike[inside].mean(), unlike[~inside].mean()
+            pooled = unlike.mean()
+            spread = np.sqrt(pooled * (1 - pooled) * (1 / n_in + 1 / n_out))
+            z = (p_in - p_out) / spread if spread > 0 else 0.0
+            if p_in - p_out >= GUARD_EFFECT and z > threshold and (worst is None or z > worst[0]):
+                worst = (z, name, edges[b], edges[b + 1], p_in, n_in, p_out)
+    if worst is None:
+        return None
+    _, name, low, high, p_in, n_in, p_out = worst
+    return (
+        f"{p_in:.0%} of the {n_in} unverified labels with {name} in [{low:.4g}, {high:.4g}] "
+        f"contradict the champion's answer, {p_out:.0%} elsewhere"
+    )
 
 
 def _added_rows(folder: Path) -> dict[str, int]:
@@ -245,7 +331,9 @@ def window_training_rows(
                     "served by a version with other features, so they cannot be added to "
                     "its training data"
                 )
-            pieces.append(rows[[*keys, "timestamp", *features, "label", "value", "source"]])
+            pieces.append(
+                rows[[*keys, "timestamp", *features, "label", "value", "source", "predicted_class"]]
+            )
     finally:
         samples.close()
     if not pieces:
@@ -266,6 +354,9 @@ def window_training_rows(
             with contextlib.suppress(TypeError, ValueError):
                 frame[name] = frame[name].astype(like[name].dtype)
     frame[SOURCE_COLUMN] = rows["source"].astype(str).to_numpy()
+    answered = pd.to_numeric(rows["predicted_class"], errors="coerce")
+    frame[ANSWERED_COLUMN] = answered.fillna(-1).astype("int64").to_numpy()
+    frame[_TARGET_VALUE] = rows["value"].astype(float).to_numpy()
     frame[EVENT_COLUMN] = pd.to_datetime(rows["timestamp"], utc=True).astype("int64") // 1000
     return frame
 
@@ -274,6 +365,8 @@ def _empty(like: pd.DataFrame) -> pd.DataFrame:
     empty = like.iloc[:0].copy()
     empty[SOURCE_COLUMN] = pd.Series(dtype=object)
     empty[EVENT_COLUMN] = pd.Series(dtype="int64")
+    empty[ANSWERED_COLUMN] = pd.Series(dtype="int64")
+    empty[_TARGET_VALUE] = pd.Series(dtype=float)
     return empty
 
 

@@ -6,6 +6,9 @@ retrain's data folder read back as training and the gate read it."""
 
 from __future__ import annotations
 
+import re
+
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -87,3 +90,59 @@ def test_a_window_of_unverified_labels_only_adds_nothing(project):
         "out the gate's rows; its 40 unverified label(s) are not trained on)"
     )
     assert retrain_data(config, "lp-2", WINDOW).summary == built.summary  # decided once
+
+
+# -- the region guard -------------------------------------------------------------------
+GUARD_WINDOW = ("2041-07-01", "2041-07-02")
+
+
+@pytest.fixture
+def answered(project_config, tmp_path):
+    """400 served records the champion answered right (P(rain) 0.8 when it rained, else
+    0.2): labels unlike its answers are the ones that say something else."""
+    return served_window(
+        project_config, tmp_path, f"sqlite:///{tmp_path / 'samples.db'}", GUARD_WINDOW, "lg",
+        count=400, answers=lambda rows: np.where(rows["rain"].to_numpy() == 1, 0.8, 0.2),
+    )  # fmt: skip
+
+
+def guard_labels(project, unverified_labels) -> object:
+    """Records 0..299 labelled by unverified clients as given, 300..399 by ``crm`` with
+    their outcomes (the gate's rows are among those); the retrain's data."""
+    truth = project["rows"]["rain"].to_numpy().astype(int)
+    url = project["url"]
+    label(url, GUARD_WINDOW, unverified_labels, "lg", list(range(300)), source=UNVERIFIED)
+    label(url, GUARD_WINDOW, truth, "lg", list(range(300, 400)), source="crm")
+    return retrain_data(project["config"], "lg", GUARD_WINDOW)
+
+
+def test_unverified_labels_flipped_in_one_region_are_flagged_and_not_trained_on(answered):
+    rows = answered["rows"].iloc[:300]
+    truth = answered["rows"]["rain"].to_numpy().astype(int)
+    hot = (answered["rows"]["temperature"] > rows["temperature"].quantile(0.8)).to_numpy()
+    built = guard_labels(answered, np.where(hot, 1 - truth, truth))
+    # All 300 were older than the gate's rows; the guard left every one of them out.
+    assert built.unverified == {
+        "unverified_train": 0, "unverified_left_out": 300, "unverified_flagged": 1,
+    }  # fmt: skip
+    assert built.added["train"] == 70  # the verified records' train part alone
+    # Named: the feature, its range (the top fifth of temperatures: quantile bins of the
+    # unverified labels, so about 60 of 300), how many there contradict the champion.
+    found = re.search(
+        r"300 unverified label\(s\) left out, flagged for review: (\d+)% of the (\d+) "
+        r"unverified labels with temperature in \[[-0-9.e]+, [-0-9.e]+\] contradict the "
+        r"champion's answer, 0% elsewhere$",
+        built.summary,
+    )
+    assert found and int(found[1]) >= 90 and 50 <= int(found[2]) <= 70, built.summary
+
+
+@pytest.mark.parametrize("noise", ["none", "uniform"])
+def test_unverified_labels_without_a_region_are_trained_on(answered, noise):
+    """Controls: honest labels, and labels wrong at random everywhere (20%): no region
+    stands out, so the guard stays quiet and the older unverified labels train."""
+    truth = answered["rows"]["rain"].to_numpy().astype(int)
+    flip = np.random.default_rng(7).random(len(truth)) < 0.2 if noise == "uniform" else False
+    built = guard_labels(answered, np.where(flip, 1 - truth, truth))
+    assert built.unverified == {"unverified_train": 300, "unverified_left_out": 0}
+    assert built.added["train"] == 370 and "flagged" not in built.summary
