@@ -46,14 +46,14 @@ def main(argv: list[str] | None = None) -> int:
     for i in range(0, len(items), args.batch):
         outcome = submit_labels(
             labels, items[i : i + args.batch], outputs_of=lambda n, v: ("binary", ()),
-            horizon=None,
+            horizon=None, source="labels-bench",
         )  # fmt: skip
         assert outcome.counts()["accepted"] == len(items[i : i + args.batch])
     label_seconds = time.perf_counter() - began
     began = time.perf_counter()
     for i in range(0, len(items), args.batch):  # the same labels again: all duplicates
         submit_labels(labels, items[i : i + args.batch], outputs_of=lambda n, v: ("binary", ()),
-                      horizon=None)  # fmt: skip
+                      horizon=None, source="labels-bench")  # fmt: skip
     duplicate_seconds = time.perf_counter() - began
     labels.close()
     n = len(samples)

@@ -13,8 +13,9 @@ Endpoints (see docs/serving.md), one router per concern under :mod:`serving.rout
   (``DRIFTGATE_ADMIN_TOKEN``); 401 without one, 403 if wrong.
 - ``POST /feedback`` (:mod:`.routers.feedback`): delayed labels of served records,
   joined by request id and record index; 404 unknown ids, 409 conflicting labels, 422
-  wrong label types or beyond ``serving.label_horizon``; the admin token unless
-  ``serving.feedback_auth: none``.
+  wrong label types or beyond ``serving.label_horizon``; the admin token or a
+  ``serving.label_sources`` token, whose source is stored with each label, unless
+  ``serving.feedback_auth: none`` (then, without a token, source ``unverified``).
 
 Nothing happens at import or in ``create_app``: stores are opened, the champion is
 loaded and the background threads start in the app's lifespan

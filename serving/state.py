@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from driftgate.config import ProjectConfig
-from driftgate.config.serving import ServingSettings
+from driftgate.config.serving import ADMIN_SOURCE, ServingSettings
+from driftgate.core.yamlconfig import ConfigError
 from driftgate.serving.champion import ChampionWatcher, freeze_long_lived
 from driftgate.serving.metrics import ServiceMetrics
 from driftgate.serving.pause import PauseSwitchView
@@ -40,6 +41,8 @@ class ServiceState:
     writer: GroupCommitWriter
     watch: StoreWatch
     admin_token: str | None
+    # Source name -> bearer token of every sender POST /feedback accepts (admin included).
+    label_tokens: dict[str, str | None]
     # Which requests are logged (serving.sample_fraction, under the store's key): the
     # one decision for accepted and refused requests and for labels of unlogged ones.
     sampling: RequestSampling
@@ -92,6 +95,24 @@ def admin_token(settings: ServingSettings) -> str | None:
     return token
 
 
+def label_tokens(settings: ServingSettings, admin: str | None) -> dict[str, str | None]:
+    """Each label source's token from its environment variable (stripped, as the admin
+    token is); a source whose variable is unset is logged and can send nothing."""
+    tokens: dict[str, str | None] = {ADMIN_SOURCE: admin}
+    for name, variable in settings.label_sources.items():
+        token = (os.environ.get(variable) or "").strip() or None
+        if token is None:
+            log.warning("%s is not set: label source %r can send no labels", variable, name)
+        tokens[name] = token
+    shared = [n for n, t in tokens.items() if t is not None and list(tokens.values()).count(t) > 1]
+    if shared:  # one token for two names: the stored source would be a guess
+        raise ConfigError(
+            f"serving.label_sources: {', '.join(shared)} share one token; each source "
+            "needs its own, or its labels' source cannot be told"
+        )
+    return tokens
+
+
 def open_service(
     config: ProjectConfig,
     settings: ServingSettings,
@@ -101,6 +122,8 @@ def open_service(
     """Open the stores, read the switch, load the champion, start the threads."""
     model_name = config.model.name
     home = config.home_dir
+    admin = admin_token(settings)
+    tokens = label_tokens(settings, admin)  # before anything opens: a clash is a config error
     samples = SqlSampleStore(
         settings.sample_store(home), sqlite_synchronous=settings.sqlite_synchronous
     )
@@ -179,7 +202,8 @@ def open_service(
         pause=pause,
         writer=writer,
         watch=watch,
-        admin_token=admin_token(settings),
+        admin_token=admin,
+        label_tokens=tokens,
         sampling=samples.sampling(settings.sample_fraction),
         labels=labels,
         rejected_budget=(

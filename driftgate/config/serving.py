@@ -19,6 +19,11 @@ from driftgate.training.evaluate import DECISION_THRESHOLD
 
 ADMIN_TOKEN_ENV = "DRIFTGATE_ADMIN_TOKEN"
 _RETENTION = re.compile(r"^(\d+)([hd])$")
+SOURCE_NAME = re.compile(r"[a-z][a-z0-9._-]{0,63}")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+# Sources no label_sources entry may be called: the admin token's, and no one's.
+ADMIN_SOURCE, UNVERIFIED_SOURCE = "admin", "unverified"
+RESERVED_SOURCES = (ADMIN_SOURCE, UNVERIFIED_SOURCE)
 
 
 def parse_retention(text: str) -> pd.Timedelta:
@@ -157,11 +162,40 @@ class ServingSettings(StrictModel):
         description="a different label for an already labelled record replaces it "
         "(counted as a correction) instead of being refused with 409",
     )
-    feedback_auth: Literal["admin_token", "none"] = Field(
-        "admin_token",
-        description="POST /feedback needs the admin bearer token (labels move the "
-        "performance monitors, which may pause inference); none: open to any client",
+    feedback_auth: Literal["token", "admin_token", "none"] = Field(
+        "token",
+        description="token: POST /feedback needs a bearer token, the admin token (source "
+        "'admin') or one of label_sources' (that source's name), stored with each label "
+        "(labels move the performance monitors, which may pause inference, and the "
+        "retrain's data); admin_token: its former name, the same; none: any client, its "
+        "labels stored as source 'unverified' (a valid token still names its source), "
+        "which a retrain never scores a candidate on",
     )
+    label_sources: dict[str, str] = Field(
+        default_factory=dict,
+        description="the named senders of labels: source name -> the environment "
+        "variable holding its bearer token for POST /feedback",
+    )
+
+    @field_validator("label_sources")
+    @classmethod
+    def _sources_are_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, variable in value.items():
+            if not SOURCE_NAME.fullmatch(name):
+                raise ValueError(
+                    f"source {name!r}: a source name is 1-64 lowercase letters, digits, "
+                    "'.', '_' or '-', starting with a letter"
+                )
+            if name in RESERVED_SOURCES:
+                raise ValueError(
+                    f"source {name!r} is reserved (admin: the admin token; unverified: "
+                    "labels nobody authenticated); name the sender"
+                )
+            if not _ENV_NAME.fullmatch(variable):
+                raise ValueError(
+                    f"source {name!r}: {variable!r} is not an environment variable name"
+                )
+        return value
 
     @field_validator("label_horizon")
     @classmethod

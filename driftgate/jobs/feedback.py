@@ -14,9 +14,23 @@ joined to its sample by ``(request_id, record_index)`` and judged in this order:
 2. **late**: the sample was served longer than ``serving.label_horizon`` ago.
 3. **invalid**: not a label of the task of the version that scored the record
    (:func:`monitors.labels.check_label`).
-4. **duplicate** (the same label again: accepted, nothing changes), **conflict** (a
-   different label: refused, unless ``serving.label_corrections`` lets it replace the
-   stored one, counted as ``corrected``), else **accepted**.
+4. against a stored label, by who sends and who sent (``source``: an authenticated
+   sender's name, or ``unverified``; :mod:`driftgate.stores.labels`):
+
+   - a verified sender: the same label is a **duplicate** (accepted, nothing changes);
+     a different one is a **conflict** (refused), unless ``serving.label_corrections``
+     lets it replace the stored one (``corrected``). A verified label replaces an
+     unverified one either way (``corrected``): evidence someone vouches for outranks
+     evidence nobody does, and an open client cannot block it by labelling first;
+   - an unverified sender: any stored label is a **conflict** ("already labelled"),
+     the same answer whether its label matches or not, so that no client learns a
+     stored label by probing (a duplicate answer for 0 and a 409 for 1 would tell it);
+     with ``label_corrections`` it replaces an unverified label (``corrected``), never
+     a verified one.
+
+   No refusal names the stored label: the sender learns that the record is labelled,
+   never what it holds. Two labels for one record in one request are judged against
+   each other as a duplicate or conflict (both are the sender's own); else **accepted**.
 """
 
 from __future__ import annotations
@@ -29,11 +43,22 @@ import pandas as pd
 
 from driftgate.core.errors import DriftgateError
 from driftgate.monitors.labels import LabelError, check_label
-from driftgate.stores.labels import Key, LabelRow, LabelStore
+from driftgate.stores.labels import (
+    Key,
+    LabelRow,
+    LabelStore,
+    StoredLabel,
+    is_verified,
+)
 from driftgate.stores.samples import RequestSampling, to_utc
 
 # Columns of a labels file (`driftgate labels load`).
 LABEL_COLUMNS = ("request_id", "record_index", "label")
+# The source `driftgate labels load` records unless told another: whoever runs it can
+# read the project's configuration and stores, so it is an authenticated sender.
+LOAD_SOURCE = "labels-load"
+# What an unverified sender is told of a labelled record, whatever its label: nothing more.
+ALREADY_LABELLED = "already labelled; nothing stored"
 
 
 class LabelFileError(DriftgateError, ValueError):
@@ -106,11 +131,15 @@ def submit_labels(
     outputs_of: OutputsOf,
     horizon: pd.Timedelta | None,
     corrections: bool = False,
+    source: str,
     sampling: RequestSampling | None = None,
     all_or_nothing: bool = True,
     now=None,
 ) -> FeedbackOutcome:
     """Judge ``items`` and store the labels that pass (see the module doc).
+
+    ``source``: who sends them (stored with each label): an authenticated sender's
+    name, or :data:`~driftgate.stores.labels.UNVERIFIED`.
 
     ``outputs_of(model_name, version)`` gives a version's task and classes.
     ``sampling``: which requests the service logged (the sample store's, at
@@ -124,7 +153,8 @@ def submit_labels(
     now_us = to_utc(now or pd.Timestamp.now(tz="UTC")).value // 1000
     keys = [(i.request_id, i.record_index) for i in items]
     samples = store.samples_of(keys)
-    stored = store.labels_of(k for k in keys if k in samples)
+    stored = store.stored_of(k for k in keys if k in samples)
+    verified = is_verified(source)
     outcome = FeedbackOutcome()
     new: dict[Key, LabelRow] = {}
     replace: dict[Key, LabelRow] = {}
@@ -153,22 +183,29 @@ def submit_labels(
         except LabelError as exc:
             outcome.invalid.append(_refusal(item, f"label: {exc}"))
             continue
-        row = LabelRow(item.request_id, item.record_index, sample, label.text, label.value)
+        row = LabelRow(item.request_id, item.record_index, sample, label.text, label.value,
+                       source)  # fmt: skip
         before = new.get(key) or replace.get(key)
-        known = before.label if before is not None else stored.get(key)
-        if known is None:
-            new[key] = row
-        elif known == label.text:
-            outcome.duplicates.append(key)
-        elif corrections:
-            if key in new:  # corrected within this batch: still a new label
-                new[key] = row
+        if before is not None:  # the same record twice in this batch: the sender's own
+            if before.label == label.text:
+                outcome.duplicates.append(key)
+            elif corrections:
+                (new if key in new else replace)[key] = row
             else:
-                replace[key] = row
+                outcome.conflicts.append(
+                    _refusal(item, "another label for this record in this request")
+                )
+            continue
+        known = stored.get(key)
+        verdict = _against_stored(known, label.text, verified, corrections)
+        if verdict == "new":
+            new[key] = row
+        elif verdict == "duplicate":
+            outcome.duplicates.append(key)
+        elif verdict == "replace":
+            replace[key] = row
         else:
-            outcome.conflicts.append(
-                _refusal(item, f"label {label.text!r} conflicts with the stored {known!r}")
-            )
+            outcome.conflicts.append(_refusal(item, verdict))
     if outcome.refused and all_or_nothing:
         return outcome
     if new or replace:
@@ -177,16 +214,40 @@ def submit_labels(
         outcome.accepted.extend(inserted)
         outcome.corrected.extend(replace)
         if raced:  # another writer labelled these first: the same label or a conflict
-            now_stored = store.labels_of(raced)
+            now_stored = store.stored_of(raced)
             for key in raced:
-                if now_stored.get(key) == new[key].label:
+                known = now_stored.get(key)
+                if verified and known is not None and known.label == new[key].label:
                     outcome.duplicates.append(key)
-                else:
-                    outcome.conflicts.append(
-                        Refusal(-1, key[0], key[1], "labelled differently by another writer")
-                    )
+                else:  # the stored label is not named, as for any conflict
+                    reason = "labelled by another writer meanwhile; nothing stored"
+                    outcome.conflicts.append(Refusal(-1, key[0], key[1], reason))
         outcome.written = True
     return outcome
+
+
+def _against_stored(
+    known: StoredLabel | None, label: str, verified: bool, corrections: bool
+) -> str:
+    """``new``, ``duplicate``, ``replace``, or the reason of a conflict (module doc, 4).
+
+    A reason never holds the stored label: a 409 that echoed it let any client read
+    every record's label (issue 28)."""
+    if known is None:
+        return "new"
+    if not verified:
+        if corrections and not is_verified(known.source):
+            return "replace"
+        return ALREADY_LABELLED
+    if known.label == label:
+        # The same label: a verified sender's word replaces an unverified one's.
+        return "duplicate" if is_verified(known.source) else "replace"
+    if corrections or not is_verified(known.source):
+        return "replace"
+    return (
+        "a different label is stored for this record; nothing stored "
+        "(serving.label_corrections: true lets a new one replace it)"
+    )
 
 
 def _refusal(item: LabelInput, reason: str) -> Refusal:
@@ -254,9 +315,11 @@ def _plain(value: object) -> object:
     return value
 
 
-def load_labels(config, path: str | Path, *, now=None) -> FeedbackOutcome:
+def load_labels(
+    config, path: str | Path, *, source: str = LOAD_SOURCE, now=None
+) -> FeedbackOutcome:
     """``driftgate labels load``: store a file's labels, judged as ``POST /feedback``
-    judges them, keeping those that pass and counting the others."""
+    judges them, keeping those that pass and counting the others, under ``source``."""
     from functools import cache
 
     from driftgate import registry
@@ -276,6 +339,7 @@ def load_labels(config, path: str | Path, *, now=None) -> FeedbackOutcome:
             outputs_of=outputs_of,
             horizon=settings.horizon,
             corrections=settings.label_corrections,
+            source=source,
             sampling=sampling,
             all_or_nothing=False,
             now=now,

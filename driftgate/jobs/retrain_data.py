@@ -13,6 +13,22 @@ latest rows are its test part) and each part is appended to the same split of th
 configured data. The configured test rows stay in the test split, so the gate still
 scores candidate and champion on every row it scored before, plus the window's newest.
 
+**Who vouched for a label decides where its record may go** (issue 28: labels posted by
+any client, flipped on one region, reached both the candidate's training rows and the
+gate's test rows, so the gate scored the backdoored candidate 0.16 AUC above the
+champion and promoted it). Every label carries its source (:mod:`stores.labels`):
+
+- the split above is made of the window's **verified** labels only (an authenticated
+  sender's), so the validation and test rows the gate scores on are verified;
+- **unverified** labels (``serving.feedback_auth: none`` without a token) join the
+  training split only, and only those older than every verified row of the held-out
+  (validation and test) part: the gate's rows are held out from them by source and by
+  time, and a candidate is never scored on labels from the source that trained it.
+  The newer ones are left out, and counted;
+- a window without enough verified labels to split adds nothing, however many
+  unverified ones it has: with no verified rows to score it on, a candidate trained on
+  unverified labels could be judged only on its own data.
+
 The result is written once per retrain, as the folder ``driftgate prepare`` writes
 (``<home>/retrains/<retrain id>/data``), and the retrain's config points ``data.prepared``
 at it. Training and the gate both read that folder, so the gate's ``data_version`` check
@@ -29,13 +45,15 @@ import logging
 import os
 import shutil
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from driftgate.config import ProjectConfig
 from driftgate.jobs.data import prepare_data
+from driftgate.stores.labels import is_verified
 from driftgate.training.data import DataError, Splits, split_reference
 from driftgate.training.prepared import SPLIT_FILES, save_prepared
 
@@ -47,6 +65,28 @@ ADDED_FILE = "window_rows.txt"
 # Beside the data folder: this retrain found too few labelled records and trains on the
 # configured data.
 CONFIGURED_ONLY_FILE = "configured-data-only"
+NO_LABELS = "no labelled records in the window"
+TOO_FEW_VERIFIED = (
+    "too few verified labels in the window to hold out the gate's rows; its {unverified} "
+    "unverified label(s) are not trained on"
+)
+# Lines of ADDED_FILE besides the splits: unverified labels trained on, and left out.
+UNVERIFIED_TRAIN, UNVERIFIED_LEFT_OUT = "unverified_train", "unverified_left_out"
+# 1: the region guard flagged the unverified labels, and none were trained on; what it
+# found is in FLAGGED_FILE of the data folder.
+UNVERIFIED_FLAGGED = "unverified_flagged"
+FLAGGED_FILE = "unverified_flagged.txt"
+# Columns window_training_rows adds beside the training data's: who sent each label and
+# its record's event time (dropped before anything is written).
+SOURCE_COLUMN, EVENT_COLUMN = "__label_source__", "__event_us__"
+_TARGET_VALUE = "__label_value__"  # the label as a number (binary 0/1, a class index)
+# ... and the class the champion answered for the record (-1 when it gave none).
+ANSWERED_COLUMN = "__answered_class__"
+# The region guard (select_window_rows): a feature's range is cut into this many
+# quantile bins of the unverified labels; a bin is flagged when its labels disagree
+# with what the champion answered this much more often than the others' do, and a
+# one-sided two-proportion test says so at this level, shared by every feature and bin.
+GUARD_BINS, GUARD_MIN_ROWS, GUARD_EFFECT, GUARD_ALPHA = 5, 20, 0.3, 0.001
 
 
 @dataclass(frozen=True)
@@ -55,14 +95,26 @@ class RetrainData:
 
     config: ProjectConfig
     folder: Path | None  # None: the configured data, unchanged
-    added: dict[str, int]  # split -> window rows added
+    added: dict[str, int]  # split -> window rows added (train: unverified ones included)
+    unverified: dict[str, int] = field(default_factory=dict)  # trained on / left out
+    reason: str = NO_LABELS  # why the configured data alone (folder None)
+    flagged: str | None = None  # what the region guard found in the unverified labels
 
     @property
     def summary(self) -> str:
         if self.folder is None:
-            return "trained on the configured data (no labelled records in the window)"
+            return f"trained on the configured data ({self.reason})"
         parts = ", ".join(f"{rows} to {split}" for split, rows in self.added.items())
-        return f"trained on the configured data + the window's labelled records ({parts})"
+        text = f"trained on the configured data + the window's labelled records ({parts})"
+        trained, left = (self.unverified.get(k, 0) for k in (UNVERIFIED_TRAIN, UNVERIFIED_LEFT_OUT))
+        if self.flagged is not None:
+            text += f"; {left} unverified label(s) left out, flagged for review: {self.flagged}"
+        elif trained or left:
+            text += (
+                f"; {trained} unverified label(s) in train only, older than every scored "
+                f"row; {left} newer unverified label(s) left out"
+            )
+        return text
 
 
 def retrain_data(config: ProjectConfig, retrain_id: str, window: tuple[str, str]) -> RetrainData:
@@ -73,30 +125,80 @@ def retrain_data(config: ProjectConfig, retrain_id: str, window: tuple[str, str]
     # data the gate scores it on (its data_version check would fail).
     configured_only = folder.with_name(CONFIGURED_ONLY_FILE)
     if configured_only.is_file():
-        return RetrainData(config, None, {})
+        return RetrainData(config, None, {}, reason=configured_only.read_text().strip())
     if not (folder / SPLIT_FILES["train"]).is_file():
         added = build(config, window, folder)
-        if added is None:
-            log.info("retrain %s: no labelled records in %s..%s", retrain_id, *window)
+        if isinstance(added, str):
+            log.info("retrain %s: %s (%s..%s)", retrain_id, added, *window)
             configured_only.parent.mkdir(parents=True, exist_ok=True)
-            configured_only.write_text("too few labelled records in the window\n")
-            return RetrainData(config, None, {})
+            configured_only.write_text(added + "\n")
+            return RetrainData(config, None, {}, reason=added)
     else:
         added = _added_rows(folder)
+    splits = {name: added[name] for name in SPLIT_NAMES if name in added}
+    unverified = {
+        k: added[k]
+        for k in (UNVERIFIED_TRAIN, UNVERIFIED_LEFT_OUT, UNVERIFIED_FLAGGED)
+        if k in added
+    }
     prepared = config.data.model_copy(update={"prepared": str(folder)})
-    return RetrainData(config.model_copy(update={"data": prepared}), folder, added)
+    flagged = folder / FLAGGED_FILE
+    return RetrainData(
+        config.model_copy(update={"data": prepared}),
+        folder,
+        splits,
+        unverified=unverified,
+        flagged=flagged.read_text().strip() if flagged.is_file() else None,
+    )
 
 
-def build(config: ProjectConfig, window: tuple[str, str], folder: Path) -> dict[str, int] | None:
+def build(config: ProjectConfig, window: tuple[str, str], folder: Path) -> dict[str, int] | str:
     """Write the configured splits with the window's labelled records added into
-    ``folder`` (atomically: a crash leaves no half-written version); None, and nothing
-    written, when the window has too few labelled records to give each split one."""
+    ``folder`` (atomically: a crash leaves no half-written version) and return the rows
+    added; when the window gives too few verified labels to split, write nothing and
+    return why."""
     data = prepare_data(config, validate_contract=False)
     labelled = window_training_rows(config, window, data.features, data.target, data.splits.train)
+    selected = select_window_rows(labelled, config)
+    if isinstance(selected, str):
+        return selected
+    parts, unverified, flagged = selected
+    joined = Splits(
+        **{name: _append(getattr(data.splits, name), getattr(parts, name)) for name in SPLIT_NAMES},
+        production=data.splits.production,
+    )
+    raw = pd.concat([joined.reference, joined.production], ignore_index=True)
+    staging = folder.with_name(f".{folder.name}-{uuid.uuid4().hex[:8]}")
+    save_prepared(raw, joined, staging)
+    added = {name: len(getattr(parts, name)) for name in SPLIT_NAMES} | unverified
+    (staging / ADDED_FILE).write_text("".join(f"{k} {v}\n" for k, v in added.items()))
+    if flagged is not None:
+        (staging / FLAGGED_FILE).write_text(flagged + "\n")
+    try:
+        os.replace(staging, folder)  # another builder may have won: same data, keep theirs
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
+        if not (folder / SPLIT_FILES["train"]).is_file():
+            raise
+    return added
+
+
+def select_window_rows(
+    labelled: pd.DataFrame, config: ProjectConfig
+) -> tuple[Splits, dict[str, int], str | None] | str:
+    """Where the window's labelled records go (the module doc): the verified ones split
+    by the configured method and shares, the unverified ones older than every held-out
+    verified row added to train. ``labelled`` is :func:`window_training_rows`' frame;
+    the result's splits no longer hold its source and event-time columns. Returns
+    (splits, unverified counts, what the region guard flagged or None), or why nothing
+    is added."""
+    if labelled.empty:
+        return NO_LABELS
+    verified = labelled[SOURCE_COLUMN].map(is_verified).to_numpy(dtype=bool)
     settings = config.data
     try:
         parts = split_reference(
-            labelled,
+            labelled[verified],
             labelled.iloc[:0],
             settings.validation_share,
             settings.test_share,
@@ -105,25 +207,81 @@ def build(config: ProjectConfig, window: tuple[str, str], folder: Path) -> dict[
             time_column=settings.time,
             target=settings.target,
         )
-    except DataError:  # too few labelled records to give every split one
+    except DataError:  # too few verified labels to give every split one
+        return TOO_FEW_VERIFIED.format(unverified=int((~verified).sum()))
+    held_out = pd.concat([parts.validation, parts.test])
+    # Strictly older than the oldest scored row: a record of the same instant (one
+    # request's records share its time) is not "before" it.
+    unverified = labelled[~verified]
+    older = unverified[unverified[EVENT_COLUMN] < held_out[EVENT_COLUMN].min()]
+    flagged = concentrated_disagreement(older, settings.target)
+    if flagged is not None:  # for a person to review, not to train on
+        log.warning("unverified labels left out of the retrain, for review: %s", flagged)
+        older = older.iloc[:0]
+    train = pd.concat([parts.train, older]).sort_values(EVENT_COLUMN, kind="stable")
+    internal = [SOURCE_COLUMN, EVENT_COLUMN, ANSWERED_COLUMN, _TARGET_VALUE]
+    splits = Splits(
+        train=train.drop(columns=internal).reset_index(drop=True),
+        validation=parts.validation.drop(columns=internal),
+        test=parts.test.drop(columns=internal),
+        production=parts.production.drop(columns=internal),
+    )
+    counts = {UNVERIFIED_TRAIN: len(older), UNVERIFIED_LEFT_OUT: len(unverified) - len(older)}
+    if flagged is not None:
+        counts[UNVERIFIED_FLAGGED] = 1
+    return splits, counts, flagged
+
+
+def concentrated_disagreement(rows: pd.DataFrame, target: str) -> str | None:
+    """Where unverified labels contradict the champion in one region of the inputs.
+
+    A backdoor by labels is a shift concentrated in one range of one feature: there the
+    labels say the opposite of what the champion answered, elsewhere they agree about as
+    often as labels do. Each numeric feature's range over ``rows`` is cut into
+    ``GUARD_BINS`` quantile bins; a bin of at least ``GUARD_MIN_ROWS`` labels is
+    flagged when its share of labels unlike the champion's answer exceeds the other
+    bins' by ``GUARD_EFFECT`` and a one-sided two-proportion z-test rejects equal shares
+    at ``GUARD_ALPHA`` divided among every feature and bin tested. Returns what was
+    found (feature, range, both shares), or None. Rows the champion gave no class for
+    (regression) are not judged.
+    """
+    from scipy.stats import norm
+
+    answered = rows[rows[ANSWERED_COLUMN] >= 0] if ANSWERED_COLUMN in rows else rows.iloc[:0]
+    if len(answered) < 2 * GUARD_MIN_ROWS:
         return None
-    joined = Splits(
-        **{name: _append(getattr(data.splits, name), getattr(parts, name)) for name in SPLIT_NAMES},
-        production=data.splits.production,
+    label = answered[_TARGET_VALUE].to_numpy(dtype=float)
+    unlike = label != answered[ANSWERED_COLUMN].to_numpy(dtype=float)
+    numeric = [
+        c for c in answered.columns
+        if c not in (SOURCE_COLUMN, EVENT_COLUMN, ANSWERED_COLUMN, _TARGET_VALUE, target)
+        and pd.api.types.is_float_dtype(answered[c])
+    ]  # fmt: skip
+    tests = max(1, len(numeric) * GUARD_BINS)
+    threshold = norm.isf(GUARD_ALPHA / tests)
+    worst = None
+    for name in numeric:
+        values = answered[name].to_numpy(dtype=float)
+        edges = np.unique(np.nanquantile(values, np.linspace(0, 1, GUARD_BINS + 1)))
+        bins = np.clip(np.searchsorted(edges, values, side="right") - 1, 0, len(edges) - 2)
+        for b in range(len(edges) - 1):
+            inside = bins == b
+            n_in, n_out = int(inside.sum()), int((~inside).sum())
+            if n_in < GUARD_MIN_ROWS or n_out < GUARD_MIN_ROWS:
+                continue
+            p_in, p_out = unlike[inside].mean(), unlike[~inside].mean()
+            pooled = unlike.mean()
+            spread = np.sqrt(pooled * (1 - pooled) * (1 / n_in + 1 / n_out))
+            z = (p_in - p_out) / spread if spread > 0 else 0.0
+            if p_in - p_out >= GUARD_EFFECT and z > threshold and (worst is None or z > worst[0]):
+                worst = (z, name, edges[b], edges[b + 1], p_in, n_in, p_out)
+    if worst is None:
+        return None
+    _, name, low, high, p_in, n_in, p_out = worst
+    return (
+        f"{p_in:.0%} of the {n_in} unverified labels with {name} in [{low:.4g}, {high:.4g}] "
+        f"contradict the champion's answer, {p_out:.0%} elsewhere"
     )
-    raw = pd.concat([joined.reference, joined.production], ignore_index=True)
-    staging = folder.with_name(f".{folder.name}-{uuid.uuid4().hex[:8]}")
-    save_prepared(raw, joined, staging)
-    (staging / ADDED_FILE).write_text(
-        "\n".join(f"{name} {len(getattr(parts, name))}" for name in SPLIT_NAMES) + "\n"
-    )
-    try:
-        os.replace(staging, folder)  # another builder may have won: same data, keep theirs
-    except OSError:
-        shutil.rmtree(staging, ignore_errors=True)
-        if not (folder / SPLIT_FILES["train"]).is_file():
-            raise
-    return {name: len(getattr(parts, name)) for name in SPLIT_NAMES}
 
 
 def _added_rows(folder: Path) -> dict[str, int]:
@@ -143,7 +301,9 @@ def window_training_rows(
 ) -> pd.DataFrame:
     """The window's accepted records that have a label, as rows of the configured data:
     the features as stored, the target as the training data spells it, the event time
-    in the time column (if any), in time order."""
+    in the time column (if any), in time order; and, for :func:`select_window_rows`,
+    who sent each label (``SOURCE_COLUMN``) and its record's event time in microseconds
+    (``EVENT_COLUMN``)."""
     from driftgate.jobs.feedback import open_label_store
     from driftgate.stores.samples import SqlSampleStore
 
@@ -154,9 +314,9 @@ def window_training_rows(
     finally:
         labels.close()
     if labelled.empty:
-        return like.iloc[:0]
+        return _empty(like)
     keys = ["request_id", "record_index"]
-    wanted = labelled[[*keys, "label", "value"]]
+    wanted = labelled[[*keys, "label", "value", "source"]]
     pieces = []
     samples = SqlSampleStore(url, sqlite_synchronous=config.serving.sqlite_synchronous)
     try:  # chunk by chunk: only the labelled records of a large window are kept
@@ -171,11 +331,13 @@ def window_training_rows(
                     "served by a version with other features, so they cannot be added to "
                     "its training data"
                 )
-            pieces.append(rows[[*keys, "timestamp", *features, "label", "value"]])
+            pieces.append(
+                rows[[*keys, "timestamp", *features, "label", "value", "source", "predicted_class"]]
+            )
     finally:
         samples.close()
     if not pieces:
-        return like.iloc[:0]
+        return _empty(like)
     rows = pd.concat(pieces, ignore_index=True)
     rows = rows.sort_values("timestamp", kind="stable").reset_index(drop=True)
     frame = rows[features].copy()
@@ -191,7 +353,21 @@ def window_training_rows(
             # e.g. a category seen only in production: kept as object
             with contextlib.suppress(TypeError, ValueError):
                 frame[name] = frame[name].astype(like[name].dtype)
+    frame[SOURCE_COLUMN] = rows["source"].astype(str).to_numpy()
+    answered = pd.to_numeric(rows["predicted_class"], errors="coerce")
+    frame[ANSWERED_COLUMN] = answered.fillna(-1).astype("int64").to_numpy()
+    frame[_TARGET_VALUE] = rows["value"].astype(float).to_numpy()
+    frame[EVENT_COLUMN] = pd.to_datetime(rows["timestamp"], utc=True).astype("int64") // 1000
     return frame
+
+
+def _empty(like: pd.DataFrame) -> pd.DataFrame:
+    empty = like.iloc[:0].copy()
+    empty[SOURCE_COLUMN] = pd.Series(dtype=object)
+    empty[EVENT_COLUMN] = pd.Series(dtype="int64")
+    empty[ANSWERED_COLUMN] = pd.Series(dtype="int64")
+    empty[_TARGET_VALUE] = pd.Series(dtype=float)
+    return empty
 
 
 def _target(rows: pd.DataFrame, trained: pd.Series, task: str) -> pd.Series:

@@ -4,8 +4,13 @@ Labels live in ``driftgate_labels`` in the sample store's database (same URL, SQ
 PostgreSQL), one row per ``(request_id, record_index)``, so a window's labelled records
 are one join away from its samples. Each row keeps the event time and model version of
 the sample it labels (windows and retention select on them without the join), the
-label's canonical text and number (:mod:`monitors.labels`), when it arrived and how
-often it was corrected.
+label's canonical text and number (:mod:`monitors.labels`), when it arrived, how
+often it was corrected, and its **source**: the name of the authenticated sender
+(``admin``, a ``serving.label_sources`` name, the ``driftgate labels load`` source), or
+``unverified`` when nobody vouched for it (``serving.feedback_auth: none`` without a
+token). A retrain never scores a candidate on unverified labels
+(:mod:`driftgate.jobs.retrain_data`). A table made before the column existed gains it
+when a store opens it, its rows marked ``unverified``: nobody recorded who sent them.
 
 Retention follows the samples: :meth:`LabelStore.purge` removes labels older than the
 cutoff whose sample is gone, so a label is kept exactly as long as the sample it
@@ -37,6 +42,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql, sqlite
 
+from driftgate.config.serving import UNVERIFIED_SOURCE
 from driftgate.stores._sql import (
     StoreError,
     create_store_engine,
@@ -48,6 +54,9 @@ from driftgate.stores._sql import (
 from driftgate.stores.samples import PURGE_BATCH_ROWS, SAMPLES_TABLE, _to_us
 
 LABELS_TABLE = "driftgate_labels"
+# The source of a label nobody authenticated: kept, but never evidence a gate scores on.
+UNVERIFIED = UNVERIFIED_SOURCE
+SOURCE_CHARS = 64
 # Keys looked up per statement: far below every database's bound-parameter limit.
 LOOKUP_BATCH = 500
 
@@ -64,10 +73,26 @@ labels_table = Table(
     Column("value", Float, nullable=False),  # 0/1, the class index, or the value
     Column("received_us", BigInteger, nullable=False),  # when the label arrived
     Column("corrections", Integer, nullable=False, default=0),
+    # Who sent the label (see the module doc); the SQL default is what a table made
+    # before this column holds after the migration in LabelStore.__init__.
+    Column("source", String(SOURCE_CHARS), nullable=False, server_default=UNVERIFIED),
     Index(f"ix_{LABELS_TABLE}_ts", "ts_us"),
 )
 
 Key = tuple[str, int]
+
+
+def is_verified(source: str) -> bool:
+    """A label some authenticated sender vouched for."""
+    return source != UNVERIFIED
+
+
+@dataclass(frozen=True)
+class StoredLabel:
+    """A label as stored: its canonical text and who sent it."""
+
+    label: str
+    source: str
 
 
 @dataclass(frozen=True)
@@ -89,6 +114,7 @@ class LabelRow:
     sample: SampleRef
     label: str
     value: float
+    source: str = UNVERIFIED
 
 
 class LabelStore:
@@ -99,6 +125,7 @@ class LabelStore:
         self.engine = create_store_engine(url, sqlite_synchronous=sqlite_synchronous)
         self.dialect = self.engine.dialect.name
         create_tables(self.engine, _metadata, url, "label")
+        _add_source_column(self.engine, url)
         # The samples table is the sample store's (either layout): it exists once a
         # SqlSampleStore opened the database (the service opens both first), and only
         # its key, version and time columns are read here, with plain SQL.
@@ -157,6 +184,20 @@ class LabelStore:
                     found[(request_id, int(index))] = label
         return found
 
+    def stored_of(self, keys: Iterable[Key]) -> dict[Key, StoredLabel]:
+        """The stored label and source of each key that has one."""
+        keys = list(dict.fromkeys(keys))
+        found: dict[Key, StoredLabel] = {}
+        table = labels_table
+        for part in _batches(keys):
+            query = select(
+                table.c.request_id, table.c.record_index, table.c.label, table.c.source
+            ).where(tuple_(table.c.request_id, table.c.record_index).in_(part))
+            with self.engine.connect() as connection:
+                for request_id, index, label, source in connection.execute(query):
+                    found[(request_id, int(index))] = StoredLabel(label, source)
+        return found
+
     # -- writing -----------------------------------------------------------------------
     def write(
         self, rows: Sequence[LabelRow], *, replace: Sequence[LabelRow] = (), now_us: int
@@ -179,6 +220,7 @@ class LabelStore:
                 "value": row.value,
                 "received_us": now_us,
                 "corrections": 0,
+                "source": row.source,
             }
             for row in rows
         ]
@@ -203,6 +245,7 @@ class LabelStore:
                         label=row.label,
                         value=row.value,
                         received_us=now_us,
+                        source=row.source,  # the label is now the new sender's word
                         corrections=labels_table.c.corrections + 1,
                     )
                 )
@@ -227,7 +270,7 @@ class LabelStore:
         """The labelled records of ``[start, end)`` with their stored outputs.
 
         Columns: request_id, record_index, model_version, prediction, predicted_class,
-        label (text), value (number), ordered by event time.
+        label (text), value (number), source, ordered by event time.
         """
         mark = "?" if self.dialect == "sqlite" else "%s"
         where = f"l.ts_us >= {mark} AND l.ts_us < {mark}"
@@ -237,13 +280,14 @@ class LabelStore:
             params.append(str(model_version))
         sql = (
             "SELECT l.request_id, l.record_index, l.model_version, s.prediction, "
-            f"s.predicted_class, l.label, l.value FROM {LABELS_TABLE} l JOIN {self._samples} s "
+            "s.predicted_class, l.label, l.value, l.source "
+            f"FROM {LABELS_TABLE} l JOIN {self._samples} s "
             "ON s.request_id = l.request_id AND s.record_index = l.record_index "
             f"AND s.ts_us = l.ts_us WHERE {where} ORDER BY l.ts_us, l.request_id, l.record_index"
         )
         columns = [
             "request_id", "record_index", "model_version", "prediction", "predicted_class",
-            "label", "value",
+            "label", "value", "source",
         ]  # fmt: skip
         try:
             with self.engine.connect() as connection:
@@ -274,6 +318,32 @@ class LabelStore:
     def ping(self) -> None:
         with self.engine.connect() as connection:
             connection.execute(text("SELECT 1"))
+
+
+def _add_source_column(engine, url: str) -> None:
+    """Give a label table made before ``source`` existed the column (SQLite and
+    PostgreSQL both add a NOT NULL column with a default in place): its rows read back
+    ``unverified``, since nobody recorded who sent them."""
+    from sqlalchemy import inspect
+
+    def present() -> bool:
+        return "source" in {c["name"] for c in inspect(engine).get_columns(LABELS_TABLE)}
+
+    if present():
+        return
+    try:
+        with engine.begin() as connection:
+            connection.execute(
+                text(
+                    f"ALTER TABLE {LABELS_TABLE} ADD COLUMN source VARCHAR({SOURCE_CHARS}) "
+                    f"NOT NULL DEFAULT '{UNVERIFIED}'"
+                )
+            )
+    except Exception as exc:  # another opener may have added it first
+        if not present():
+            raise StoreError(
+                f"cannot add column source to label store {redact(url)}: {exc}"
+            ) from exc
 
 
 def _batches(items: list) -> Iterable[list]:

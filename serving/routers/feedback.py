@@ -9,12 +9,19 @@ The body is a JSON list of ``{"request_id", "record_index", "label"}`` (at most
 - 404: some request ids / record indexes have no stored sample, named in ``errors``
   (nothing stored). A label sent before its prediction was answered is one of them:
   the header ``Retry-After`` says when to send it again;
-- 409: a different label for an already labelled record (nothing stored);
+- 409: a label for an already labelled record that may not replace it (nothing
+  stored); the answer never holds the stored label (see
+  :mod:`driftgate.jobs.feedback` for who may replace what);
 - 422: the body's shape (naming the field), a label that is not one of the task's
   (binary 0/1, a class label, a finite number), or a record served longer than
   ``serving.label_horizon`` ago (nothing stored);
-- 401/403: ``serving.feedback_auth: admin_token`` (the default) and no or a wrong
-  bearer token, checked before the body is read; 503: the sample store is unavailable.
+- 401/403: ``serving.feedback_auth: token`` (the default) and no bearer token, or a
+  token that is neither the admin token nor a ``serving.label_sources`` one (with
+  ``none``: a wrong token), checked before the body is read; 503: the sample store is
+  unavailable.
+
+Every label is stored with its source: ``admin``, the ``label_sources`` name whose token
+came, or ``unverified`` (``feedback_auth: none`` and no token).
 
 Sending the same request again is always safe: a label already stored counts as a
 duplicate.
@@ -32,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt
 
 from driftgate import registry
 from driftgate.jobs.feedback import FeedbackOutcome, LabelInput, submit_labels
-from driftgate.serving.dependencies import Service, require_admin
+from driftgate.serving.dependencies import Service, label_source
 from driftgate.serving.errors import describe_error, new_error_id
 from driftgate.serving.jsonbody import UnicodeJSONRoute
 from driftgate.serving.responses import MAX_ERRORS, error_response, request_id_of
@@ -62,8 +69,9 @@ class FeedbackRoute(UnicodeJSONRoute):
         handler = super().get_route_handler()
 
         async def feedback_handler(request: Request) -> Response:
-            if request.app.state.service.settings.feedback_auth == "admin_token":
-                require_admin(request)
+            # Who sends is stored with every label: the retrain tells evidence someone
+            # vouches for from evidence nobody does (issue 28).
+            request.state.label_source = label_source(request)
             return await handler(request)
 
         return feedback_handler
@@ -98,6 +106,7 @@ async def feedback(
             outputs_of=lambda name, version: _outputs_of(svc, name, version),
             horizon=settings.horizon,
             corrections=settings.label_corrections,
+            source=request.state.label_source,
             sampling=svc.sampling,
         )
     except Exception as exc:  # the detail is for the log only
@@ -153,8 +162,7 @@ def _answer(outcome: FeedbackOutcome, request_id: str) -> Response:
     if outcome.conflicts:
         return error_response(
             409,
-            f"{len(outcome.conflicts)} label(s) conflict with stored ones; nothing stored "
-            "(serving.label_corrections: true lets a new label replace the stored one)",
+            f"{len(outcome.conflicts)} label(s) for records already labelled; nothing stored",
             request_id,
             counts=counts,
             **listed((outcome.conflicts, "label")),

@@ -144,3 +144,23 @@ def test_a_bad_environment_override_names_the_variable_and_key(tmp_path, monkeyp
     monkeypatch.setenv("DRIFTGATE__DATA__FEATURES", "[not json")
     with pytest.raises(ConfigError, match=r"\$DRIFTGATE__DATA__FEATURES: not valid JSON"):
         load_config(None)
+
+
+@pytest.mark.parametrize(
+    ("sources", "message"),
+    [
+        ("{Bad Name: X}", r"serving\.label_sources: .*source 'Bad Name': a source name is"),
+        ("{admin: X}", r"serving\.label_sources: .*source 'admin' is reserved"),
+        ("{unverified: X}", r"serving\.label_sources: .*source 'unverified' is reserved"),
+        ("{crm: 'not a var'}", r"serving\.label_sources: .*'not a var' is not an environment"),
+    ],
+)
+def test_a_bad_label_source_is_refused_naming_the_key(tmp_path, sources, message):
+    """Each source's name is stored with its labels and read by the retrain: a name
+    that could pass for another's (admin, unverified) or is not one is refused."""
+    from driftgate.config import load_config
+
+    config_file = tmp_path / "driftgate.yaml"
+    config_file.write_text(f"serving:\n  label_sources: {sources}\n")
+    with pytest.raises(ConfigError, match=message):
+        load_config(config_file)

@@ -118,6 +118,23 @@ def test_the_command_prints_the_counts_and_fails_when_rows_were_refused(
     result = CliRunner().invoke(app, ["labels", "load", str(bad), "--config", str(config_file)])
     assert result.exit_code == 1
     assert json.loads(result.output)["problems"][0]["kind"] == "unknown"
+    # Who vouches for the file is stored with each label (issue 28): `--source`, else
+    # `labels-load`; `admin` is the admin token's and refused, naming the option.
+    named = tmp_path / "named.csv"
+    pd.DataFrame({"request_id": ["req-1"], "record_index": [0], "label": [0]}).to_csv(named)
+    command = ["labels", "load", str(named), "--config", str(config_file)]
+    refused = CliRunner().invoke(app, [*command, "--source", "admin"])
+    assert refused.exit_code == 2 and "--source" in refused.output, refused.output
+    assert CliRunner().invoke(app, [*command, "--source", "annotators"]).exit_code == 0
+    store = LabelStore(project.serving.sample_store(project.home_dir))
+    try:
+        found = store.stored_of([("req-2", 1), ("req-1", 0)])
+    finally:
+        store.close()
+    assert {key: s.source for key, s in found.items()} == {
+        ("req-2", 1): "labels-load",
+        ("req-1", 0): "annotators",
+    }
 
 
 def test_a_file_without_the_columns_names_them(tmp_path):

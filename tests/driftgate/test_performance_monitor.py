@@ -59,7 +59,7 @@ def write_window(store, rows, probabilities, window, version, prefix, features):
     )  # fmt: skip
 
 
-def label(url, window, truth, prefix, indexes):
+def label(url, window, truth, prefix, indexes, source="test-labels"):
     store = LabelStore(url)
     try:
         outcome = submit_labels(
@@ -67,6 +67,7 @@ def label(url, window, truth, prefix, indexes):
             [LabelInput(i, f"{prefix}-{window[0]}-{i}", 0, int(truth[i])) for i in indexes],
             outputs_of=lambda name, version: ("binary", ()),
             horizon=None,
+            source=source,
             all_or_nothing=False,
         )
     finally:

@@ -23,14 +23,23 @@ ROWS, LABELLED = 40, 30
 
 @pytest.fixture
 def project(project_config, tmp_path):
+    return served_window(project_config, tmp_path, f"sqlite:///{tmp_path / 'samples.db'}")
+
+
+def served_window(
+    project_config, tmp_path, url, window=WINDOW, prefix="rt", count=ROWS, answers=None
+) -> dict:
+    """The project with its own home and sample store ``url``, holding ``count`` served
+    records of the configured test split (request ids ``<prefix>-<window start>-<i>``),
+    answered P(rain) ``answers(rows)`` (default 0.7 each)."""
     config = project_config.model_copy(deep=True)
     config.home = str(tmp_path / "home")
-    url = f"sqlite:///{tmp_path / 'samples.db'}"
     config.serving = config.serving.model_copy(update={"sample_store_url": url})
     data = prepare_data(config, validate_contract=False)
-    rows = data.splits.test.iloc[:ROWS]
+    rows = data.splits.test.iloc[:count]
+    answered = np.full(count, 0.7) if answers is None else answers(rows)
     store = SqlSampleStore(url)
-    write_window(store, rows, np.full(ROWS, 0.7), WINDOW, "1", "rt", list(data.features))
+    write_window(store, rows, answered, window, "1", prefix, list(data.features))
     store.close()
     return {"config": config, "url": url, "data": data, "rows": rows}
 
@@ -131,6 +140,7 @@ def test_labelled_records_of_multi_record_requests_pass_the_contract_and_train(p
             ],
             outputs_of=lambda name, version: ("binary", ()),
             horizon=None,
+            source="test-labels",
             all_or_nothing=False,
         )
     finally:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -23,6 +24,7 @@ from driftgate.jobs.feedback import LabelInput, open_label_store, submit_labels
 from driftgate.jobs.train import run_training
 from driftgate.monitors.rules import Monitor, RetrainSettings
 from driftgate.stores.factories import retrain_store
+from driftgate.stores.labels import UNVERIFIED
 from driftgate.stores.retrains import DONE
 from driftgate.stores.samples import SqlSampleStore
 from driftgate.training.data import content_digest
@@ -36,6 +38,8 @@ LABELLED = 600  # of DRIFT_4's 800 records
 DRIFT_5 = ("2030-01-06", "2030-01-07")  # the CLI's window
 DRIFT_6 = ("2030-01-07", "2030-01-08")  # within a cooldown (after the others: a window
 # judged before a later one of the same monitor and champion is not acted on again)
+DRIFT_7 = ("2030-01-09", "2030-01-10")  # labels from a named source and from anyone
+# (the module's last test and latest window, after DRIFT_6's for the same reason)
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +75,7 @@ def retraining(trained_model, tmp_path_factory):
         [LabelInput(i, f"{DRIFT_4[0]}-{i}", 0, truth[i]) for i in range(LABELLED)],
         outputs_of=lambda name, version: ("binary", ()),
         horizon=None,
+        source="test-labels",
         all_or_nothing=False,
     )
     labels.close()
@@ -378,3 +383,93 @@ def test_a_retrain_fired_twice_for_one_breach_on_postgresql_starts_one_run(retra
             assert "already taken" in again.actions[0].detail
         (review,) = [r for r in reviews(config) if r.id == taken.review_id]
         assert f"retrain:{retrain.id}" in review.evidence and retrain.gate_report in review.evidence
+
+
+def test_a_real_retrain_never_scores_its_candidate_on_unverified_labels(retraining):
+    """Issue 28, item 2, through the monitor's retrain action, real training and the real
+    gate. The window's records of one region (low sea-level pressure, where it rains
+    most) are labelled by unverified clients (``feedback_auth: none``), every one "dry";
+    the others by a named source, with their outcomes. Before, the chronological split
+    put the newest records of both kinds in the gate's rows, so the gate scored the
+    candidate on the very labels it had learned the backdoor from. Now the gate's rows
+    are the newest verified records only, every unverified record trained on is older
+    than all of them, and the gate refuses the candidate.
+
+    The promotion rule is the project's AUC rule alone (no more than 0.005 below the
+    champion), the metric the issue's promotions were decided on. Before, scored on the
+    poisoned rows, the candidate was +0.0053 AUC above the champion and promoted (the
+    project's log-loss comparison happened to refuse it, by 2.54%); now it is 0.0119
+    below and refused."""
+    gates = retraining["gates"]
+    config = auc_gated(retraining["config"])
+    end_in_flight(config)
+    data, features = retraining["data"], retraining["features"]
+    rows = accepted_records(retraining["late"], data).iloc[-400:]
+    champion = registry.alias_version(config.tracking, config.model.name, "champion")
+    store = SqlSampleStore(config.serving.sample_store(config.home_dir))
+    write_window(store, rows, features, DRIFT_7, champion)
+    store.close()
+    truth = rows["rain"].astype(int).to_numpy()
+    region = (rows["sea_level_pressure"] < -0.14).to_numpy()
+    verified, unverified = np.flatnonzero(~region), np.flatnonzero(region)
+    labels = open_label_store(config)
+    try:
+        dry = np.zeros_like(truth)
+        for source, indexes, values in (("crm", verified, truth), (UNVERIFIED, unverified, dry)):
+            outcome = submit_labels(
+                labels,
+                [LabelInput(i, f"{DRIFT_7[0]}-{i}", 0, int(values[i])) for i in indexes],
+                outputs_of=lambda name, version: ("binary", ()),
+                horizon=None,
+                source=source,
+                all_or_nothing=False,
+            )
+            assert outcome.counts()["accepted"] == len(indexes)
+    finally:
+        labels.close()
+    verdict = job.judge_window(config, gates, *DRIFT_7)
+    assert verdict.breached == ["mean-shift-kl"], verdict
+    retrain = next(r for r in retrains(config) if r.window[0].startswith(DRIFT_7[0]))
+    assert retrain.status == DONE, retrain.outcome
+    # The data the candidate trained on and the gate scored it on, as both read it.
+    splits = load_splits(config.home_dir / "retrains" / retrain.id / "data")
+    configured = data.splits
+    start, step = pd.Timestamp(DRIFT_7[0]), pd.Timedelta(days=1) / len(rows)
+    time_of = {start + i * step: i for i in range(len(rows))}
+    window = {
+        name: [time_of[t] for t in part["date"].iloc[len(getattr(configured, name)) :]]
+        for name, part in (("train", splits.train), ("validation", splits.validation),
+                           ("test", splits.test))
+    }  # fmt: skip
+    # The gate's rows: the newest 15% of the verified records, their true outcomes.
+    held = round(len(verified) * 0.15)
+    assert window["test"] == verified[-held:].tolist()
+    assert window["validation"] == verified[-2 * held : -held].tolist()
+    test_part = splits.test.iloc[len(configured.test) :]
+    assert test_part["rain"].tolist() == truth[verified[-held:]].tolist()
+    # Unverified records trained on: exactly those older than every held-out record.
+    oldest_held = verified[-2 * held]
+    trained = [i for i in window["train"] if region[i]]
+    assert trained == [i for i in unverified if i < oldest_held]
+    left_out = len(unverified) - len(trained)
+    assert f"{len(trained)} unverified label(s) in train only" in retrain.detail
+    assert f"{left_out} newer unverified label(s) left out" in retrain.detail
+    # The gate, scoring on verified rows, refuses the backdoored candidate.
+    tags = retraining["client"].get_model_version(config.model.name, retrain.candidate_version).tags
+    gate = {k: v for k, v in tags.items() if k.startswith("driftgate.gate.test")}
+    assert not retrain.promoted and not retrain.passed, gate
+    assert registry.alias_version(config.tracking, config.model.name, "champion") == champion
+
+
+def auc_gated(config):
+    """``config`` with the project's gate file but only its roc_auc promotion metric."""
+    from driftgate.gates.config import default_gates_path
+
+    gates = yaml.safe_load(Path(config.gates or default_gates_path()).read_text())
+    gates["promotion"]["metrics"] = [
+        m for m in gates["promotion"]["metrics"] if m["metric"] == "roc_auc"
+    ]
+    path = config.home_dir / "gates-auc.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(gates))
+    return config.model_copy(update={"gates": str(path)})

@@ -93,6 +93,7 @@ def test_the_flow_rejudges_a_window_once_its_labels_arrive(trained_model, tmp_pa
                 [LabelInput(i, f"{LATE[0]}-{i}", 0, int(flipped[i])) for i in indexes],
                 outputs_of=lambda name, v: ("binary", ()),
                 horizon=None,
+                source="test-labels",
             )
         finally:
             labels.close()

@@ -95,7 +95,9 @@ def test_a_conflicting_label_is_409_and_stores_nothing_of_the_request(service, r
     assert answer.status_code == 409, answer.text
     body = answer.json()
     assert [(e["record"], e["field"]) for e in body["errors"]] == [(1, "label")]
-    assert "'0' conflicts with the stored '1'" in body["errors"][0]["reason"]
+    # The reason says what happened, never what is stored (issue 28: it echoed '1').
+    assert body["errors"][0]["reason"].startswith("a different label is stored")
+    assert "'1'" not in answer.text
     # All or nothing: record 1's label was not stored either.
     retry = send(service, [{"request_id": "fb-conflict", "record_index": 1, "label": 0}])
     assert retry.json()["accepted"] == 1
@@ -233,12 +235,16 @@ def test_labels_survive_a_restart_and_auth_can_be_off(registered, settings, stor
         assert first.client.post("/feedback", json=labels).json()["accepted"] == 2
     with ThreadedService(registered.config, open_settings) as second:
         again = second.client.post("/feedback", json=labels)  # no token: auth is off
-        assert again.status_code == 200
-        assert again.json()["duplicates"] == 2 and again.json()["accepted"] == 0
+        # An unverified sender is told "already labelled" whether its label matches the
+        # stored one or not (a duplicate answer would tell it the stored label).
+        assert again.status_code == 409 and again.json()["counts"]["conflicts"] == 2
         conflict = second.client.post(
             "/feedback", json=[{"request_id": "fb-restart", "record_index": 0, "label": 0}]
         )
         assert conflict.status_code == 409
+        assert conflict.json()["errors"][0]["reason"] == again.json()["errors"][0]["reason"]
+        with_token = second.client.post("/feedback", json=labels, headers=admin_headers())
+        assert with_token.json()["corrected"] == 2  # the admin's word replaces no one's
 
 
 def test_corrections_replace_a_label_when_allowed(registered, settings):
