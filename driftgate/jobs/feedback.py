@@ -10,7 +10,9 @@ joined to its sample by ``(request_id, record_index)`` and judged in this order:
    known; a label that arrives before its request was durably written (the request is
    still in flight) is unknown *now* and succeeds when sent again (the 404 says so).
    A request the service chose not to log (``serving.sample_fraction``) is counted as
-   ``unsampled`` instead, not refused: there is nothing to join its label to.
+   ``unsampled`` instead, not refused: there is nothing to join its label to. Under
+   sampling, an unverified sender gets ``unsampled`` for every unknown key, so that its
+   answers never tell which ids the keyed hash logs.
 2. **late**: the sample was served longer than ``serving.label_horizon`` ago.
 3. **invalid**: not a label of the task of the version that scored the record
    (:func:`monitors.labels.check_label`).
@@ -163,7 +165,12 @@ def submit_labels(
     for item, key in zip(items, keys, strict=True):
         sample = samples.get(key)
         if sample is None:
-            if sampling is not None and not sampling.keeps(item.request_id):
+            # An unverified sender (feedback_auth: none) is told nothing the sampling
+            # decided: "unsampled" for an id the keyed hash skips and a 404 for one it
+            # keeps would let any client collect ids that are never logged, then use
+            # each once (found in review of issue 28, 3). It gets "unsampled" for every
+            # unknown id; a verified sender's in-flight labels still get the 404 retry.
+            if sampling is not None and (not verified or not sampling.keeps(item.request_id)):
                 outcome.unsampled.append(key)
             else:
                 outcome.unknown.append(_refusal(item, "no such request id and record index"))

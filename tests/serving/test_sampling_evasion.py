@@ -143,3 +143,39 @@ def test_an_id_answered_unlogged_cannot_carry_more_traffic(registered, settings)
         after_refusal = send(learnt, record).status_code
     assert reused == [409] * 50
     assert after_refusal == 409
+
+
+def test_an_unverified_label_sender_cannot_learn_which_ids_are_logged(registered, settings):
+    """Found in review: with ``feedback_auth: none`` a label for a never-served id was
+    200 ``unsampled`` when the keyed hash skips the id and 404 when it keeps it, so any
+    client could collect never-logged ids through /feedback and use each once on
+    /predict. An unverified sender now gets the same answer for both."""
+    from driftgate.stores.samples import SqlSampleStore
+
+    open_settings = settings.model_copy(update={"feedback_auth": "none"})
+    registered.set_champion("1")
+    with ThreadedService(registered.config, open_settings) as running:
+        store = SqlSampleStore(open_settings.sample_store_url)
+        try:
+            sampling = store.sampling(FRACTION)
+        finally:
+            store.close()
+        candidates = [f"never-served-{n}" for n in range(400)]
+        kept = [i for i in candidates if sampling.keeps(i)][:10]
+        skipped = [i for i in candidates if not sampling.keeps(i)][:10]
+        assert len(kept) == len(skipped) == 10
+
+        def answer(request_id: str):
+            label = [{"request_id": request_id, "record_index": 0, "label": 1}]
+            response = running.client.post("/feedback", json=label)
+            return response.status_code, response.json().get("unsampled")
+
+        answers = {answer(i) for i in kept + skipped}
+        # A verified sender still gets the 404 that tells an in-flight label to retry.
+        verified = running.client.post(
+            "/feedback",
+            json=[{"request_id": kept[0], "record_index": 0, "label": 1}],
+            headers=admin_headers(),
+        )
+    assert answers == {(200, 1)}, answers
+    assert verified.status_code == 404
