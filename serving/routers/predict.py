@@ -137,8 +137,9 @@ async def predict(request: Request):
 
     received = datetime.now(UTC)
     fraction = settings.sample_fraction
-    samples = _samples(model, body, request_id, received, scored, fraction)
     sampled = svc.sampling.keeps(request_id)
+    client = svc.sampling.client_key(client_identity(request, settings.client_id_header))
+    samples = _samples(model, body, request_id, received, scored, fraction, client)
     if not sampled and not svc.unlogged.claim(request_id):
         return _reused_id(request_id)  # else every copy of an unlogged id would be skipped
     # Not sampled (serving.sample_fraction): answered at once, nothing to make durable.
@@ -358,6 +359,19 @@ def _pause_fields(pause: PauseState) -> dict:
     return fields
 
 
+def client_identity(request: Request, header: str | None) -> str:
+    """Who sent ``request``: the last comma-separated entry of ``header`` (the one the
+    nearest proxy appended to X-Forwarded-For; entries before it are the client's own
+    words), else the peer address. A request without the header counts as its peer
+    (the proxy itself), so a client cannot become a new client by leaving it out."""
+    if header is not None:
+        value = request.headers.get(header, "").rsplit(",", 1)[-1].strip()
+        if value:
+            return value
+    peer = request.client
+    return peer.host if peer is not None else ""
+
+
 def _samples(
     model: LoadedModel,
     body: PredictRequest,
@@ -365,6 +379,7 @@ def _samples(
     received: datetime,
     scored: Scored,
     sample_fraction: float = 1.0,
+    client: str | None = None,
 ) -> list[Sample]:
     timestamp = body.timestamp or received
     return [
@@ -380,6 +395,7 @@ def _samples(
             predicted_class=int(scored.predicted_class[i]),
             predicted_label=scored.predicted_label[i],
             sample_fraction=sample_fraction,
+            client=client,
         )
         for i, record in enumerate(body.records)
     ]
