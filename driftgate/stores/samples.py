@@ -527,26 +527,27 @@ _ADDED_COLUMNS = {
     # On a partitioned PostgreSQL table the parent's ADD COLUMN reaches every partition.
     "client": f"VARCHAR({CLIENT_KEY_CHARS})",
 }
+_ADDED_REJECTED_COLUMNS = {"client": f"VARCHAR({CLIENT_KEY_CHARS})"}
 
 
 def _add_missing_columns(engine, url: str) -> None:
     from sqlalchemy import inspect
 
-    present = {c["name"] for c in inspect(engine).get_columns(SAMPLES_TABLE)}
-    for name, sql_type in _ADDED_COLUMNS.items():
-        if name in present:
-            continue
-        try:
-            with engine.begin() as connection:
-                connection.execute(
-                    text(f"ALTER TABLE {SAMPLES_TABLE} ADD COLUMN {name} {sql_type}")
-                )
-        except Exception as exc:  # another opener may have added it first
-            now = {c["name"] for c in inspect(engine).get_columns(SAMPLES_TABLE)}
-            if name not in now:
-                raise StoreError(
-                    f"cannot add column {name} to sample store {redact(url)}: {exc}"
-                ) from exc
+    added = {SAMPLES_TABLE: _ADDED_COLUMNS, REJECTED_TABLE: _ADDED_REJECTED_COLUMNS}
+    for table, columns in added.items():
+        present = {c["name"] for c in inspect(engine).get_columns(table)}
+        for name, sql_type in columns.items():
+            if name in present:
+                continue
+            try:
+                with engine.begin() as connection:
+                    connection.execute(text(f"ALTER TABLE {table} ADD COLUMN {name} {sql_type}"))
+            except Exception as exc:  # another opener may have added it first
+                now = {c["name"] for c in inspect(engine).get_columns(table)}
+                if name not in now:
+                    raise StoreError(
+                        f"cannot add column {name} to {table} of sample store {redact(url)}: {exc}"
+                    ) from exc
 
 
 def _frame(meta: dict | None, features: pd.DataFrame, outputs: dict | None) -> pd.DataFrame:
@@ -1435,6 +1436,7 @@ rejected_table = Table(
     Column("raw_value", String(MAX_RAW_VALUE_CHARS + 8)),  # that field's value, JSON, cut
     Column("reasons", Text, nullable=False),  # JSON [[field, rule], ...], at most MAX_REASONS
     Column("sample_fraction", Float, nullable=False),
+    Column("client", String(CLIENT_KEY_CHARS), nullable=True),  # as the samples' client
     Index(f"ix_{REJECTED_TABLE}_ts", "ts_us", "id"),
 )
 rejected_overflow_table = Table(
@@ -1476,6 +1478,7 @@ class RejectedSample:
     reasons: tuple[tuple[str, str], ...]
     received_at: datetime | None = None
     sample_fraction: float = 1.0
+    client: str | None = None  # the caller's key, as Sample.client
 
 
 @dataclass(frozen=True)
@@ -1590,6 +1593,7 @@ def _rejected_values(r: RejectedSample, blob: bytes, others: str | None) -> dict
             [[f[:MAX_NAME_CHARS], k[:MAX_NAME_CHARS]] for f, k in r.reasons[:MAX_REASONS]]
         ),
         "sample_fraction": float(r.sample_fraction),
+        "client": r.client,
     }
 
 

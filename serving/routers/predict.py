@@ -111,7 +111,8 @@ async def predict(request: Request):
         errors, total, invalid, broken = _broken_fields(model, body.records)
     if errors:
         metrics.invalid_records.inc(invalid)
-        stored = await _store_rejected(svc, model, body, request_id, broken)
+        client = svc.sampling.client_key(client_identity(request, settings.client_id_header))
+        stored = await _store_rejected(svc, model, body, request_id, broken, client)
         response = error_response(
             422,
             "request breaks the input contract",
@@ -274,7 +275,9 @@ def _reused_id(request_id: str) -> Response:
     )
 
 
-async def _store_rejected(svc, model: LoadedModel, body, request_id: str, broken) -> bool | None:
+async def _store_rejected(
+    svc, model: LoadedModel, body, request_id: str, broken, client: str | None = None
+) -> bool | None:
     """Store a refused request's records as rejected traffic (serving.log_rejected), at
     most the budget's share; True once durable, False if not stored (not sampled, over
     the cap, or the store failed: the 422 goes out either way), None when switched off."""
@@ -293,7 +296,7 @@ async def _store_rejected(svc, model: LoadedModel, body, request_id: str, broken
     build = functools.partial(
         rejected_samples, model, body.records, broken, request_id=request_id,
         timestamp=timestamp, received=received, sample_fraction=fraction,
-        limit=len(body.records),
+        limit=len(body.records), client=client,
     )  # fmt: skip
     large = len(body.records) > INLINE_RECORDS
     rows, sizes = await run_in_threadpool(_measured, build) if large else _measured(build)

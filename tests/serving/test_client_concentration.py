@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import text
 
 from driftgate.stores.control import ControlStore
 from driftgate.stores.reviews import ReviewStore
@@ -156,3 +157,23 @@ def test_many_clients_sending_nulls_still_pause(registered, tmp_path, sample_url
             "/predict", json={"records": records_of(registered.rows, 0, 1)}
         )
         assert answer.status_code == 503 and answer.json()["paused"] is True, answer.text
+
+
+@pytest.mark.parametrize("sample_url", ["sqlite"], indirect=True)
+def test_a_refused_record_carries_its_clients_key(registered, tmp_path, sample_url):
+    settings = _settings(sample_url, tmp_path)
+    with ThreadedService(registered.config, settings) as service:
+        record = records_of(registered.rows, 0, 1)[0]
+        record["temperature"] = 99.0  # past the contract's max: 422, stored as rejected
+        transport = httpx.HTTPTransport(local_address="127.0.0.7")
+        with httpx.Client(base_url=service.url, transport=transport, timeout=30) as client:
+            answer = client.post("/predict", json={"records": [record]})
+        assert answer.status_code == 422 and answer.json()["sample_stored"] is True, answer.text
+        key = service.state.sampling.client_key("127.0.0.7")
+    store = SqlSampleStore(sample_url)
+    try:
+        with store.engine.connect() as connection:
+            stored = connection.execute(text("SELECT client FROM driftgate_rejected")).scalars()
+            assert list(stored) == [key]
+    finally:
+        store.close()
