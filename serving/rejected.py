@@ -104,6 +104,7 @@ def rejected_samples(
     received: datetime,
     sample_fraction: float,
     limit: int,
+    client: str | None = None,
 ) -> list[RejectedSample]:
     """Rows for the first ``limit`` records of a refused request (``broken``: record
     index -> its broken fields; the request's other records are stored as
@@ -132,6 +133,7 @@ def rejected_samples(
                 raw_value=raw_text(record[first.field]) if first.field in record else None,
                 reasons=tuple((str(e.field), e.rule or "unknown") for e in errors),
                 sample_fraction=sample_fraction,
+                client=client,
             )
         )
     return rows

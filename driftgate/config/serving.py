@@ -148,6 +148,16 @@ class ServingSettings(StrictModel):
         "rows are dropped and counted (driftgate_request_log_dropped), so a flood cannot "
         "fill the disk",
     )
+    client_id_header: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$",
+        description="the header naming the caller (e.g. X-Forwarded-For behind a trusted "
+        "proxy; its last comma-separated entry, the one the nearest proxy appended); unset: "
+        "the peer address. A header is only as trustworthy as the proxy that sets it: "
+        "reached directly, a client writes it itself. Each sample stores a keyed hash of "
+        "the caller, never the address, so the drift check can tell one client's missing "
+        "values from everyone's",
+    )
     admin_token_env: str = Field(
         ADMIN_TOKEN_ENV, description="environment variable holding the admin bearer token"
     )

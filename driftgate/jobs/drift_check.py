@@ -26,6 +26,7 @@ action is taken on partial results, and the next run judges the window again
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -164,6 +165,8 @@ class WindowVerdict:
         acted = [a for a in self.actions if a.monitor == result.monitor and not a.changed]
         if acted:
             return f"already acted on this window: {acted[0].detail}"
+        if "concentration" in result.details:  # a pause downgraded: whose values they were
+            return result.details["concentration"]
         if result.status != "ok" or result.labels is not None:  # performance: the figures
             return result.reason
         return ""
@@ -417,12 +420,21 @@ def _traffic(reader, start, end, accepted: int):
 
 
 def _stream(
-    reader, start, end, schema: dict[str, str], chunk_rows: int, lease
+    reader,
+    start,
+    end,
+    schema: dict[str, str],
+    chunk_rows: int,
+    lease,
+    without_client: str | None = None,
 ) -> Iterator[pd.DataFrame]:
-    """The window's profiled features in chunks of ``chunk_rows``, renewing the lease
-    as it goes (a long read outlives no lease)."""
+    """The window's profiled features in chunks of ``chunk_rows`` (every client's, or
+    all but ``without_client``'s), renewing the lease as it goes (a long read outlives
+    no lease)."""
     renewed = time.monotonic()
-    for chunk in reader.iter_window(start, end, chunk_rows=chunk_rows, features_only=True):
+    for chunk in reader.iter_window(
+        start, end, chunk_rows=chunk_rows, features_only=True, without_client=without_client
+    ):
         if lease is not None and time.monotonic() - renewed > 60:
             reader.renew(lease)
             renewed = time.monotonic()
@@ -516,6 +528,7 @@ def decide(
         decision_threshold=config.serving.decision_threshold,
     )
     results = evaluate_all(monitors, window_evidence)
+    results = concentration_checked(config, window, results, monitors)
     min_rows = config.monitoring.min_rows
     if min_rows is not None and window.rows < min_rows:
         results = [
@@ -530,6 +543,86 @@ def decide(
             for r in results
         ]
     return Decision(results=results, evidence=evidence)
+
+
+# The action a breach concentrated in one client is downgraded from, and to.
+PAUSE_ACTION, REVIEW_ACTION = "pause_inference", "open_review"
+# The statistic whose breach is made of missing values, each sent by some client.
+MISSING_SHARE = "missing_share"
+
+
+def concentration_checked(
+    config: ProjectConfig, window: WindowSamples, results: list[MonitorResult], monitors
+) -> list[MonitorResult]:
+    """Pause only on a broad breach: a ``missing_share`` monitor whose action is
+    ``pause_inference`` and that breaches is judged again on the window without the
+    client that sent the most missing values in its breached features; if it does not
+    breach without that client, its action becomes ``open_review`` and its result says
+    whose values they were (``details["concentration"]``).
+
+    Why: one client sending one null per request could pause inference for every
+    client (issue 28, item 4). Rows stored without a client key count as one unknown
+    client. A window with one client is everyone's traffic (a service behind a proxy
+    without ``serving.client_id_header``): it pauses as before, as does a window read
+    from files, which cannot tell clients apart.
+    """
+    from driftgate.monitors.kinds import WindowEvidence, evaluate_all
+    from driftgate.monitors.partitions import summarise_stream
+    from driftgate.stores.samples import SqlSampleStore
+
+    by_name = {m.name: m for m in monitors}
+    suspects = [
+        r for r in results
+        if r.breached and r.action == PAUSE_ACTION and r.metric == MISSING_SHARE
+        and r.breached_features
+    ]  # fmt: skip
+    if not suspects or window.store_url is None:
+        return results
+    schema = dict(window.profile.schema)
+    checked: dict[str, MonitorResult] = {}
+    store = SqlSampleStore(window.store_url)
+    try:
+        for result in suspects:
+            features = list(result.breached_features)
+            tallies = store.missing_by_client(window.start, window.end, features)
+            if len(tallies) < 2:
+                continue
+            sent = {c: sum(t.missing.values()) for c, t in tallies.items()}
+            top = max(sent, key=lambda c: (sent[c], c))
+            if sent[top] == 0:
+                continue
+            rest = summarise_stream(
+                window.profile,
+                _stream(store, window.start, window.end, schema, window.chunk_rows or 100_000,
+                        window.lease_id, without_client=top),
+            )  # fmt: skip
+            evidence = WindowEvidence(
+                profile=window.profile,
+                counts=rest,
+                with_rejected=lambda counts=rest: _with_rejected(window, counts),
+            )
+            [again] = evaluate_all([by_name[result.monitor]], evidence)
+            if again.breached:
+                continue  # broad: it holds without the client, so it pauses
+            per_feature = ", ".join(
+                f"{tallies[top].missing[f]} of {sum(t.missing[f] for t in tallies.values())} "
+                f"missing values in {f}"
+                for f in features
+            )
+            without = "not breached" if again.status == "ok" else again.status
+            text = (
+                f"client {top} sent {per_feature}; without its {tallies[top].rows} rows "
+                f"{result.metric} is {without}: {PAUSE_ACTION} downgraded to {REVIEW_ACTION}"
+            )
+            log.warning("%s: %s", result.monitor, text)
+            checked[result.monitor] = dataclasses.replace(
+                result,
+                action=REVIEW_ACTION,
+                details={**result.details, "concentration": text, "concentrated_client": top},
+            )
+    finally:
+        store.close()
+    return [checked.get(r.monitor, r) for r in results]
 
 
 def _labelled_outputs(config: ProjectConfig, window: WindowSamples):
@@ -763,14 +856,17 @@ def act(
         )
         try:
             for result in firing:
-                action = by_name[result.monitor].action
+                # The result's action: the monitor's, or open_review where a pause was
+                # downgraded because the breach was one client's (concentration_checked).
+                action = result.action
+                concentration = result.details.get("concentration")
                 request = ActionRequest(
                     model_name=verdict.model_name,
                     model_version=verdict.model_version,
                     start=verdict.start,
                     end=verdict.end,
                     result=result,
-                    evidence=evidence,
+                    evidence=[*evidence, concentration] if concentration else evidence,
                 )
                 taken = take_action(action, request, ports)
                 if webhook and taken.changed:

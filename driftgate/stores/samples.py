@@ -133,6 +133,11 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # Kinds of a schema's fields: numbers go to the float64 blob, everything else
 # (categorical strings, booleans) is kept raw, as JSON.
 NUMBER, OTHER = "n", "o"
+# A client key: the first 16 hex characters of an HMAC of the caller's identity.
+CLIENT_KEY_CHARS = 16
+# The client of the rows stored without a key (before keys were kept): one unknown
+# client to the drift check. Not hex, so no key can be mistaken for it.
+UNKNOWN_CLIENT = "unknown"
 
 # -- tables ------------------------------------------------------------------------------
 _json_metadata = MetaData()
@@ -154,6 +159,8 @@ samples_table = Table(  # the layout of stores created before the columnar one
     Column("predicted_class", Integer, nullable=False),
     # multiclass: the predicted class's label; NULL otherwise and in stores made before it.
     Column("predicted_label", String(256), nullable=True),
+    # The caller's key (client_key): NULL in rows stored before it was kept.
+    Column("client", String(CLIENT_KEY_CHARS), nullable=True),
     Index(f"ix_{SAMPLES_TABLE}_ts", "ts_us"),
     Index(f"ix_{SAMPLES_TABLE}_request", "request_id"),
 )
@@ -192,6 +199,8 @@ def _columnar_table(metadata: MetaData, dialect: str) -> Table:
         # The share of requests the service logged when it stored this one
         # (serving.sample_fraction): 1/fraction requests stand behind each row.
         Column("sample_fraction", Float, nullable=False),
+        # The caller's key (client_key): NULL in rows stored before it was kept.
+        Column("client", String(CLIENT_KEY_CHARS), nullable=True),
         Index(f"ix_{SAMPLES_TABLE}_ts", "ts_us", "id"),
         Index(f"ix_{SAMPLES_TABLE}_request", "request_id"),
         **options,
@@ -237,6 +246,7 @@ class Sample:
         predicted_label: multiclass: the predicted class's label; None otherwise.
         sample_fraction: The share of requests the service logs
             (``serving.sample_fraction``) when it stored this one.
+        client: The caller's key (:meth:`RequestSampling.client_key`), or None.
     """
 
     timestamp: datetime
@@ -250,6 +260,17 @@ class Sample:
     received_at: datetime | None = field(default=None)
     predicted_label: str | None = field(default=None)
     sample_fraction: float = 1.0
+    client: str | None = None
+
+
+@dataclass
+class ClientMissing:
+    """One client's rows in a window and its missing values per feature
+    (:meth:`SqlSampleStore.missing_by_client`)."""
+
+    client: str
+    rows: int = 0
+    missing: dict[str, int] = field(default_factory=dict)
 
 
 class DuplicateRequestIds(StoreError):
@@ -395,6 +416,17 @@ class RequestSampling:
         keyed.update(request_id.encode("utf-8", "surrogatepass"))
         return int.from_bytes(keyed.digest()[:8], "big") < self._threshold
 
+    def client_key(self, identity: str) -> str:
+        """The caller's short opaque key: HMAC-SHA256 of ``identity`` (a peer address or
+        a header's value) under the store's key, as CLIENT_KEY_CHARS hex characters.
+        Stored instead of the address (privacy); the same caller gets the same key in
+        every process sharing the store, and without the key nobody can map a key back
+        to an address by hashing candidates. Domain-separated from the sampling hash,
+        so a key says nothing about which request ids are logged."""
+        keyed = self._keyed.copy()
+        keyed.update(b"client\0" + identity.encode("utf-8", "surrogatepass"))
+        return keyed.hexdigest()[:CLIENT_KEY_CHARS]
+
     def __repr__(self) -> str:  # never the key
         return f"RequestSampling(fraction={self.fraction:g})"
 
@@ -490,27 +522,32 @@ def _empty_window() -> pd.DataFrame:
 
 # Columns added after the table's first release: nullable, added to an older store when
 # it is opened (the rows it already holds read back as NULL).
-_ADDED_COLUMNS = {"predicted_label": "VARCHAR(256)"}
+_ADDED_COLUMNS = {
+    "predicted_label": "VARCHAR(256)",
+    # On a partitioned PostgreSQL table the parent's ADD COLUMN reaches every partition.
+    "client": f"VARCHAR({CLIENT_KEY_CHARS})",
+}
+_ADDED_REJECTED_COLUMNS = {"client": f"VARCHAR({CLIENT_KEY_CHARS})"}
 
 
 def _add_missing_columns(engine, url: str) -> None:
     from sqlalchemy import inspect
 
-    present = {c["name"] for c in inspect(engine).get_columns(SAMPLES_TABLE)}
-    for name, sql_type in _ADDED_COLUMNS.items():
-        if name in present:
-            continue
-        try:
-            with engine.begin() as connection:
-                connection.execute(
-                    text(f"ALTER TABLE {SAMPLES_TABLE} ADD COLUMN {name} {sql_type}")
-                )
-        except Exception as exc:  # another opener may have added it first
-            now = {c["name"] for c in inspect(engine).get_columns(SAMPLES_TABLE)}
-            if name not in now:
-                raise StoreError(
-                    f"cannot add column {name} to sample store {redact(url)}: {exc}"
-                ) from exc
+    added = {SAMPLES_TABLE: _ADDED_COLUMNS, REJECTED_TABLE: _ADDED_REJECTED_COLUMNS}
+    for table, columns in added.items():
+        present = {c["name"] for c in inspect(engine).get_columns(table)}
+        for name, sql_type in columns.items():
+            if name in present:
+                continue
+            try:
+                with engine.begin() as connection:
+                    connection.execute(text(f"ALTER TABLE {table} ADD COLUMN {name} {sql_type}"))
+            except Exception as exc:  # another opener may have added it first
+                now = {c["name"] for c in inspect(engine).get_columns(table)}
+                if name not in now:
+                    raise StoreError(
+                        f"cannot add column {name} to {table} of sample store {redact(url)}: {exc}"
+                    ) from exc
 
 
 def _frame(meta: dict | None, features: pd.DataFrame, outputs: dict | None) -> pd.DataFrame:
@@ -821,6 +858,7 @@ class SqlSampleStore:
                 "prediction": float(s.prediction),
                 "predicted_class": int(s.predicted_class),
                 "predicted_label": s.predicted_label,
+                "client": s.client,
             }
             for s in samples
         ]
@@ -925,6 +963,7 @@ class SqlSampleStore:
         model_version: str | None = None,
         features_only: bool = False,
         every: int = 1,
+        without_client: str | None = None,
     ) -> Iterator[pd.DataFrame]:
         """The window of :meth:`read_window` as frames of at most ``chunk_rows`` rows,
         in time order, never the whole window in memory (``None``: one chunk).
@@ -933,7 +972,8 @@ class SqlSampleStore:
         snapshot: a server-side cursor on PostgreSQL, ``fetchmany`` on SQLite.
         ``features_only``: the feature columns only (what a drift check summarises).
         Feature columns are the union over each chunk: a feature that only some chunks
-        have is absent from the others.
+        have is absent from the others. ``without_client``: every row but that client's
+        (a key, or UNKNOWN_CLIENT for the rows stored without one).
         """
         table = self.table
         columnar = self.layout == LAYOUT_COLUMNAR
@@ -953,6 +993,12 @@ class SqlSampleStore:
         if every > 1:
             modulo = "%" if self.dialect == "sqlite" else "%%"  # psycopg: % is a placeholder
             where += f" AND id {modulo} {int(every)} = 0"
+        if without_client == UNKNOWN_CLIENT:
+            where += " AND client IS NOT NULL"
+        elif without_client is not None:
+            # NULL <> key is NULL, not true: the unknown client's rows are kept explicitly.
+            where += f" AND (client IS NULL OR client <> {mark})"
+            params.append(str(without_client))
         sql = f"SELECT {', '.join(names)} FROM {table.name} WHERE {where} ORDER BY ts_us, id"
         if columnar:
             self._load_schemas()  # every schema a row of the snapshot below can name
@@ -1023,6 +1069,53 @@ class SqlSampleStore:
                 "predicted_label": columns["predicted_label"],
             }
         return _Piece(len(rows), features, meta)
+
+    def missing_by_client(
+        self, start: object, end: object, features: Sequence[str]
+    ) -> dict[str, ClientMissing]:
+        """Per client of ``[start, end)`` (its key, or UNKNOWN_CLIENT for rows stored
+        without one): its rows and its missing values (NaN / None, as the drift
+        statistics count them) in each of ``features``; a feature a row's schema lacks
+        is missing. Streamed: decoded a fetch at a time, only the tallies are kept. The
+        missing values are inside each row's binary column, so SQL cannot count them."""
+        names = (
+            ["schema_id", "numbers", "others"] if self.layout == LAYOUT_COLUMNAR else ["features"]
+        )
+        mark = "?" if self.dialect == "sqlite" else "%s"
+        sql = (
+            f"SELECT {', '.join(names)}, client FROM {self.table.name} "
+            f"WHERE ts_us >= {mark} AND ts_us < {mark}"
+        )
+        tallies: dict[str, ClientMissing] = {}
+        features = list(features)
+        if self.layout == LAYOUT_COLUMNAR:
+            self._load_schemas()
+        with self.engine.connect() as connection:
+            cursor = connection.connection.dbapi_connection.cursor()
+            cursor.execute(sql, [_to_us(start), _to_us(end)])
+            try:
+                while rows := cursor.fetchmany(FETCH_ROWS):
+                    with _gc_paused():
+                        piece = self._piece(rows, names)  # the trailing client is not read
+                    clients = pd.Series([row[-1] or UNKNOWN_CLIENT for row in rows])
+                    missing = pd.DataFrame(
+                        {
+                            name: pd.isna(piece.features[name])
+                            if name in piece.features
+                            else np.ones(len(rows), dtype=bool)
+                            for name in features
+                        }
+                    )
+                    grouped = missing.groupby(clients.to_numpy()).sum()
+                    sizes = clients.value_counts()
+                    for client, row in grouped.iterrows():
+                        tally = tallies.setdefault(client, ClientMissing(client))
+                        tally.rows += int(sizes[client])
+                        for name in features:
+                            tally.missing[name] = tally.missing.get(name, 0) + int(row[name])
+            finally:
+                cursor.close()
+        return tallies
 
     def _load_schemas(self) -> None:
         """Every schema of the store (a short table: one row per distinct field list)."""
@@ -1343,6 +1436,7 @@ rejected_table = Table(
     Column("raw_value", String(MAX_RAW_VALUE_CHARS + 8)),  # that field's value, JSON, cut
     Column("reasons", Text, nullable=False),  # JSON [[field, rule], ...], at most MAX_REASONS
     Column("sample_fraction", Float, nullable=False),
+    Column("client", String(CLIENT_KEY_CHARS), nullable=True),  # as the samples' client
     Index(f"ix_{REJECTED_TABLE}_ts", "ts_us", "id"),
 )
 rejected_overflow_table = Table(
@@ -1384,6 +1478,7 @@ class RejectedSample:
     reasons: tuple[tuple[str, str], ...]
     received_at: datetime | None = None
     sample_fraction: float = 1.0
+    client: str | None = None  # the caller's key, as Sample.client
 
 
 @dataclass(frozen=True)
@@ -1498,6 +1593,7 @@ def _rejected_values(r: RejectedSample, blob: bytes, others: str | None) -> dict
             [[f[:MAX_NAME_CHARS], k[:MAX_NAME_CHARS]] for f, k in r.reasons[:MAX_REASONS]]
         ),
         "sample_fraction": float(r.sample_fraction),
+        "client": r.client,
     }
 
 

@@ -111,7 +111,8 @@ async def predict(request: Request):
         errors, total, invalid, broken = _broken_fields(model, body.records)
     if errors:
         metrics.invalid_records.inc(invalid)
-        stored = await _store_rejected(svc, model, body, request_id, broken)
+        client = svc.sampling.client_key(client_identity(request, settings.client_id_header))
+        stored = await _store_rejected(svc, model, body, request_id, broken, client)
         response = error_response(
             422,
             "request breaks the input contract",
@@ -137,8 +138,9 @@ async def predict(request: Request):
 
     received = datetime.now(UTC)
     fraction = settings.sample_fraction
-    samples = _samples(model, body, request_id, received, scored, fraction)
     sampled = svc.sampling.keeps(request_id)
+    client = svc.sampling.client_key(client_identity(request, settings.client_id_header))
+    samples = _samples(model, body, request_id, received, scored, fraction, client)
     if not sampled and not svc.unlogged.claim(request_id):
         return _reused_id(request_id)  # else every copy of an unlogged id would be skipped
     # Not sampled (serving.sample_fraction): answered at once, nothing to make durable.
@@ -273,7 +275,9 @@ def _reused_id(request_id: str) -> Response:
     )
 
 
-async def _store_rejected(svc, model: LoadedModel, body, request_id: str, broken) -> bool | None:
+async def _store_rejected(
+    svc, model: LoadedModel, body, request_id: str, broken, client: str | None = None
+) -> bool | None:
     """Store a refused request's records as rejected traffic (serving.log_rejected), at
     most the budget's share; True once durable, False if not stored (not sampled, over
     the cap, or the store failed: the 422 goes out either way), None when switched off."""
@@ -292,7 +296,7 @@ async def _store_rejected(svc, model: LoadedModel, body, request_id: str, broken
     build = functools.partial(
         rejected_samples, model, body.records, broken, request_id=request_id,
         timestamp=timestamp, received=received, sample_fraction=fraction,
-        limit=len(body.records),
+        limit=len(body.records), client=client,
     )  # fmt: skip
     large = len(body.records) > INLINE_RECORDS
     rows, sizes = await run_in_threadpool(_measured, build) if large else _measured(build)
@@ -358,6 +362,19 @@ def _pause_fields(pause: PauseState) -> dict:
     return fields
 
 
+def client_identity(request: Request, header: str | None) -> str:
+    """Who sent ``request``: the last comma-separated entry of ``header`` (the one the
+    nearest proxy appended to X-Forwarded-For; entries before it are the client's own
+    words), else the peer address. A request without the header counts as its peer
+    (the proxy itself), so a client cannot become a new client by leaving it out."""
+    if header is not None:
+        value = request.headers.get(header, "").rsplit(",", 1)[-1].strip()
+        if value:
+            return value
+    peer = request.client
+    return peer.host if peer is not None else ""
+
+
 def _samples(
     model: LoadedModel,
     body: PredictRequest,
@@ -365,6 +382,7 @@ def _samples(
     received: datetime,
     scored: Scored,
     sample_fraction: float = 1.0,
+    client: str | None = None,
 ) -> list[Sample]:
     timestamp = body.timestamp or received
     return [
@@ -380,6 +398,7 @@ def _samples(
             predicted_class=int(scored.predicted_class[i]),
             predicted_label=scored.predicted_label[i],
             sample_fraction=sample_fraction,
+            client=client,
         )
         for i, record in enumerate(body.records)
     ]

@@ -210,7 +210,7 @@ BYTE_BOUND = 3 * 1024 * 1024
 # received_us, record_index, schema_id, sample_fraction) are 8-byte numbers.
 VALUE_COLUMNS = (
     "model_name", "model_version", "request_id", "numbers", "others", "rule", "field",
-    "raw_value", "reasons",
+    "raw_value", "reasons", "client",
 )  # fmt: skip
 
 
