@@ -77,6 +77,11 @@ def create_app(config: ProjectConfig, settings: ServingSettings | None = None) -
         summary=f"Serves models:/{config.model.name}@champion and logs every sample.",
         lifespan=lifespan,
         default_response_class=SafeJSONResponse,
+        # The API's own description is for people building against it, not for every
+        # client of a production service (issue 28): off unless serving.api_docs.
+        docs_url="/docs" if settings.api_docs else None,
+        redoc_url="/redoc" if settings.api_docs else None,
+        openapi_url="/openapi.json" if settings.api_docs else None,
     )
 
     def too_large(scope: dict, limit: int) -> JSONResponse:

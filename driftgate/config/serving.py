@@ -181,6 +181,17 @@ class ServingSettings(StrictModel):
         "labels stored as source 'unverified' (a valid token still names its source), "
         "which a retrain never scores a candidate on",
     )
+    api_docs: bool = Field(
+        False,
+        description="serve /docs, /redoc and /openapi.json: every endpoint, field and "
+        "limit described to any client that asks; off unless you want them (development)",
+    )
+    metrics_auth: Literal["none", "token"] = Field(
+        "none",
+        description="none: /metrics answers any client (Prometheus scrapes without "
+        "credentials; it holds counts and monitor verdicts, no samples, labels or "
+        "secrets); token: it needs the admin token like the admin endpoints",
+    )
     label_sources: dict[str, str] = Field(
         default_factory=dict,
         description="the named senders of labels: source name -> the environment "

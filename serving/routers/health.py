@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from driftgate.serving.dependencies import Service
+from driftgate.serving.dependencies import Service, require_admin
 from driftgate.serving.jsonbody import UnicodeJSONRoute
 from driftgate.serving.responses import SafeJSONResponse
 from driftgate.serving.state import liveness_problems, readiness_problems
@@ -43,5 +43,7 @@ async def readyz(svc: Service):
 
 
 @router.get("/metrics")
-async def metrics_endpoint(svc: Service) -> Response:
+async def metrics_endpoint(request: Request, svc: Service) -> Response:
+    if svc.settings.metrics_auth == "token":  # serving.metrics_auth: behind the admin token
+        require_admin(request)
     return Response(svc.metrics.render(), media_type=svc.metrics.content_type)

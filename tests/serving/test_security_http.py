@@ -106,6 +106,33 @@ def _tree(*roots: Path) -> set[Path]:
     return {p for root in roots for p in root.rglob("*")}
 
 
+def test_the_api_description_is_not_served_by_default(service):
+    """Issue 28 ("also noted"): /docs, /redoc and /openapi.json answered any client.
+    Failed before: 200 for each."""
+    for path in ("/docs", "/redoc", "/openapi.json"):
+        assert service.client.get(path).status_code == 404, path
+    assert service.client.get("/metrics").status_code == 200  # metrics_auth: none
+
+
+def test_api_docs_and_metrics_auth_are_settings(registered, tmp_path):
+    settings = ServingSettings(
+        sample_store_url=f"sqlite:///{tmp_path / 'samples.db'}",
+        control_store_url=f"sqlite:///{tmp_path / 'control.db'}",
+        api_docs=True,
+        metrics_auth="token",
+    )
+    registered.set_champion("1")
+    with ThreadedService(registered.config, settings) as running:
+        assert running.client.get("/openapi.json").json()["info"]["title"] == "driftgate inference"
+        assert running.client.get("/docs").status_code == 200
+        assert running.client.get("/metrics").status_code == 401
+        assert (
+            running.client.get("/metrics", headers={"Authorization": "Bearer x"}).status_code == 403
+        )
+        answer = running.client.get("/metrics", headers=admin_headers())
+        assert answer.status_code == 200 and "driftgate_" in answer.text
+
+
 def test_request_data_never_becomes_a_path(service, registered):
     marker = f"escape-{uuid.uuid4().hex[:8]}"
     traversals = [
