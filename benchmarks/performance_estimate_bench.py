@@ -104,7 +104,8 @@ def yearly_validation(
 ) -> tuple[pd.DataFrame, OutputsProfile]:
     """One row per production year: realized, estimated, peers, prediction drift
     (``keep``: only those production rows, e.g. the ones the contract accepts)."""
-    from driftgate.monitors.outputs import decide_estimate, evaluate_output_monitor
+    from driftgate.monitors.kinds.outputs import evaluate_output_monitor
+    from driftgate.monitors.outputs import decide_estimate
 
     validation = data.splits.validation
     profile = OutputsProfile.fit(
@@ -185,7 +186,7 @@ def false_alarms(
     same population. The guarantee is over references too (an unlucky reference makes
     all its windows likelier to breach), so the standard error is that of the mean of
     the per-reference shares."""
-    from driftgate.monitors.outputs import evaluate_output_monitor
+    from driftgate.monitors.kinds.outputs import evaluate_output_monitor
 
     rng = np.random.default_rng(seed)
     metrics = ("prediction_drift", "performance_estimate:accuracy", "performance_estimate:roc_auc")

@@ -389,16 +389,12 @@ def window_outputs(samples: pd.DataFrame, outputs: OutputsProfile) -> pd.DataFra
     return frame
 
 
-def evaluate_output_monitor(monitor, outputs: OutputsProfile | None, samples: pd.DataFrame):
-    """``prediction_drift`` or ``performance_estimate:<metric>`` on one window's samples
-    (every stored column); a :class:`monitors.rules.MonitorResult`.
-
-    A profile without outputs (fitted before they were profiled) or a window whose
-    samples lack the output columns is ``insufficient_data`` with the reason, never a
-    pass and never a crash; a metric that does not apply to the model's task is
-    ``error`` naming both.
-    """
-    from driftgate.monitors.results import PREDICTION_DRIFT, MonitorResult, split_metric
+def _window_frame(monitor, outputs: OutputsProfile | None, samples: pd.DataFrame):
+    """The window's output frame and the result fields, or the result that says why
+    the window cannot be judged: a profile without outputs (fitted before they were
+    profiled) or samples without the output columns are ``insufficient_data``, no
+    samples ``no_data``; never a pass and never a crash."""
+    from driftgate.monitors.results import MonitorResult
 
     base = {
         "monitor": monitor.name,
@@ -409,26 +405,50 @@ def evaluate_output_monitor(monitor, outputs: OutputsProfile | None, samples: pd
         "observed": None,
     }
     if outputs is None:
-        return MonitorResult(
-            **base,
-            status="insufficient_data",
-            reason="the champion's reference profile has no outputs (fitted before outputs "
-            "were profiled): retrain or re-adopt the model to monitor its outputs",
+        return (
+            None,
+            base,
+            MonitorResult(
+                **base,
+                status="insufficient_data",
+                reason="the champion's reference profile has no outputs (fitted before outputs "
+                "were profiled): retrain or re-adopt the model to monitor its outputs",
+            ),
         )
     absent = [c for c in outputs.columns if c not in samples.columns]
     if absent and len(samples):
-        return MonitorResult(
-            **base,
-            status="insufficient_data",
-            reason=f"the window's samples have no {', '.join(absent)} column",
+        return (
+            None,
+            base,
+            MonitorResult(
+                **base,
+                status="insufficient_data",
+                reason=f"the window's samples have no {', '.join(absent)} column",
+            ),
         )
     if not len(samples):
-        return MonitorResult(**base, status="no_data", reason="no samples in the window")
-    frame = window_outputs(samples, outputs)
-    name, argument = split_metric(monitor.metric)
-    if name == PREDICTION_DRIFT:
-        return _prediction_drift(monitor, outputs, frame, base)
-    return _performance_estimate(monitor, outputs, frame, argument, base)
+        return (
+            None,
+            base,
+            MonitorResult(**base, status="no_data", reason="no samples in the window"),
+        )
+    return window_outputs(samples, outputs), base, None
+
+
+def judge_prediction_drift(monitor, outputs: OutputsProfile | None, samples: pd.DataFrame):
+    """A ``prediction_drift`` monitor on one window's samples (every stored column)."""
+    frame, base, unjudged = _window_frame(monitor, outputs, samples)
+    return unjudged or _prediction_drift(monitor, outputs, frame, base)
+
+
+def judge_performance_estimate(monitor, outputs: OutputsProfile | None, samples: pd.DataFrame):
+    """A ``performance_estimate:<metric>`` monitor on one window's samples; a metric
+    that does not apply to the model's task is ``error`` naming both."""
+    from driftgate.monitors.results import split_metric
+
+    frame, base, unjudged = _window_frame(monitor, outputs, samples)
+    metric = split_metric(monitor.metric)[1]
+    return unjudged or _performance_estimate(monitor, outputs, frame, metric, base)
 
 
 def prediction_tests(outputs: OutputsProfile) -> dict[str, list[str]]:

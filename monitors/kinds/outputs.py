@@ -5,6 +5,8 @@ profile of the champion (:mod:`monitors.outputs`)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from driftgate.monitors.estimates import known_metrics
 from driftgate.monitors.kinds.registry import MonitorKind, WindowEvidence, register
 from driftgate.monitors.results import PERFORMANCE_ESTIMATE, PREDICTION_DRIFT, split_metric
@@ -13,16 +15,22 @@ from driftgate.monitors.results import PERFORMANCE_ESTIMATE, PREDICTION_DRIFT, s
 class _OutputsKind(MonitorKind):
     features_must_be_all = True
 
-    def evaluate(self, monitors, evidence: WindowEvidence):
-        from driftgate.monitors.outputs import evaluate_output_monitor
+    def judge(self, monitor, outputs, samples):
+        raise NotImplementedError
 
+    def evaluate(self, monitors, evidence: WindowEvidence):
         outputs = getattr(evidence.profile, "outputs", None)
-        return [evaluate_output_monitor(m, outputs, evidence.samples) for m in monitors]
+        return [self.judge(m, outputs, evidence.samples) for m in monitors]
 
 
 class PredictionDriftKind(_OutputsKind):
     name = "prediction_drift"
     syntax = PREDICTION_DRIFT
+
+    def judge(self, monitor, outputs, samples):
+        from driftgate.monitors.outputs import judge_prediction_drift
+
+        return judge_prediction_drift(monitor, outputs, samples)
 
     def matches(self, metric: str) -> bool:
         return metric == PREDICTION_DRIFT
@@ -43,6 +51,11 @@ class PerformanceEstimateKind(_OutputsKind):
                 f"(known: {', '.join(known_metrics())})"
             )
 
+    def judge(self, monitor, outputs, samples):
+        from driftgate.monitors.outputs import judge_performance_estimate
+
+        return judge_performance_estimate(monitor, outputs, samples)
+
     def validate(self, monitor) -> None:
         super().validate(monitor)
         if monitor.threshold < 0:
@@ -54,3 +67,20 @@ class PerformanceEstimateKind(_OutputsKind):
 
 register(PredictionDriftKind())
 register(PerformanceEstimateKind())
+
+
+@dataclass(frozen=True)
+class _HoldsOutputs:
+    """A profile that is only its outputs (what the output kinds read of it)."""
+
+    outputs: object
+
+
+def evaluate_output_monitor(monitor, outputs, samples):
+    """``prediction_drift`` or ``performance_estimate:<metric>`` on one window's samples
+    against the champion's outputs profile, judged by the metric's kind."""
+    from driftgate.monitors.kinds.registry import kind_of
+
+    evidence = WindowEvidence(profile=_HoldsOutputs(outputs), samples=samples)
+    (result,) = kind_of(monitor.metric).evaluate([monitor], evidence)
+    return result

@@ -17,7 +17,8 @@ import pytest
 
 from driftgate.monitors import estimates
 from driftgate.monitors.estimates.registry import ESTIMATED
-from driftgate.monitors.outputs import OutputsProfile, evaluate_output_monitor, output_frame
+from driftgate.monitors.kinds.outputs import evaluate_output_monitor
+from driftgate.monitors.outputs import OutputsProfile, output_frame
 from driftgate.monitors.rules import Monitor
 from tests.conftest import REPO_ROOT
 

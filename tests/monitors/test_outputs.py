@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 from pydantic import ValidationError
 
+from driftgate.monitors.kinds.outputs import evaluate_output_monitor
 from driftgate.monitors.outputs import (
     Calibrator,
     OutputsProfile,
-    evaluate_output_monitor,
     expected_roc_auc,
     output_frame,
 )
