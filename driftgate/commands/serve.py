@@ -91,7 +91,9 @@ def pause(
         )
     finally:
         store.close()
-    state = change.state
+    # A state stored before the switch bounded its fields may hold control characters:
+    # shown() escapes them before they reach the terminal (found in review of issue 28).
+    state = change.state.shown()
     if change.changed:
         typer.echo(f"inference of {state.model_name} PAUSED: {state.reason}")
     else:

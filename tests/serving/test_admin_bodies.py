@@ -226,3 +226,29 @@ def test_the_cli_refuses_the_same_values_with_exit_2(tmp_path, option, value, fi
         assert not store.state("cli-model").paused and store.events("cli-model") == []
     finally:
         store.close()
+
+
+def test_the_cli_escapes_a_cause_stored_before_the_rules(tmp_path):
+    """Found in review: `driftgate pause` on an already paused model printed the stored
+    reason and actor raw, so a state written before the rules put escape codes and a
+    forged line on the operator's terminal."""
+    (tmp_path / "driftgate.yaml").write_text("home: state\nmodel:\n  name: cli-model\n")
+    (tmp_path / "state").mkdir()
+    stored = {"paused": True, "reason": f"drift\n{FORGED_LINE}", "actor": "old\x1b[2Kversion",
+              "evidence": "[]", "since_us": 0}  # fmt: skip
+    store = ControlStore(f"sqlite:///{tmp_path / 'state' / 'control.db'}")
+    try:
+        with store.engine.begin() as connection:
+            connection.execute(insert(state_table).values(model_name="cli-model", **stored))
+    finally:
+        store.close()
+    done = subprocess.run(
+        [DRIFTGATE, "pause", "--reason", "ok", "--config", str(tmp_path / "driftgate.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-500:]
+    assert "already paused" in done.stdout
+    assert "\x1b" not in done.stdout and FORGED_LINE not in done.stdout.splitlines()
+    assert "old\\x1b[2Kversion" in done.stdout
