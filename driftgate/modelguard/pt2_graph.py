@@ -66,9 +66,9 @@ BUILTIN_TARGETS = frozenset(
     | {f"torch.{name}" for name in ("sym_float", "sym_int", "sym_max", "sym_min", "sym_not")}
     | {"torch.sym_ite", "torch.sym_sqrt"}
 )
-OPERATOR_TARGET = re.compile(
-    r"torch\.ops\.(aten|prims)\.(?!__)[a-z_][a-z0-9_]*\.(?!__)[A-Za-z_][A-Za-z0-9_]*"
-)
+# The name's form only; _operator_reason then asks torch whether it is an operator (aten
+# has dunder operators too: ``__and__.Tensor`` is what ``a & b`` exports to).
+OPERATOR_TARGET = re.compile(r"torch\.ops\.(aten|prims)\.[a-z_][a-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*")
 # Pytree node types a spec may name: the containers of a model's inputs and outputs.
 TREESPEC_TYPES = frozenset({"builtins.tuple", "builtins.list", "builtins.dict", None})
 
@@ -234,13 +234,19 @@ def target_reason(target: object) -> str | None:
 @functools.lru_cache(maxsize=1024)
 def _operator_reason(target: str) -> str | None:
     import torch
+    from torch._ops import OpOverload, OpOverloadPacket
 
     _, _, namespace, name, overload = target.split(".")
     try:
-        operator = getattr(getattr(getattr(torch.ops, namespace), name), overload)
-        schema = operator._schema
+        packet = getattr(getattr(torch.ops, namespace), name)
+        operator = getattr(packet, overload) if isinstance(packet, OpOverloadPacket) else None
     except (AttributeError, RuntimeError):
+        operator = None
+    # A dunder name that is no operator (``__class__``) resolves to something else: only
+    # an OpOverload of an OpOverloadPacket is an operator.
+    if not isinstance(operator, OpOverload):
         return "not an operator torch has"
+    schema = operator._schema
     if schema.is_mutable:
         return "an operator that writes to its arguments"
     text = [a.name for a in schema.arguments if "str" in str(a.type)]
