@@ -49,11 +49,6 @@ def is_output_metric(metric: str) -> bool:
     return kind_of(metric).features_must_be_all
 
 
-def is_performance(metric: str) -> bool:
-    """Whether ``metric`` is judged again as labels arrive (``performance:<metric>``)."""
-    return kind_of(metric).rejudged_as_labels_arrive
-
-
 def is_stattest_metric(metric: str) -> bool:
     """True for a drift statistic on the features (``ks``, ``kl``, ...)."""
     return kind_of(metric).per_feature_plan
