@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from driftgate.core.errors import DriftgateError
+from driftgate.core.parquet import read_parquet
 from driftgate.training.features import category_key
 
 PROFILE_FORMAT_VERSION = 1
@@ -516,7 +517,7 @@ class ReferenceProfile:
             else:
                 raise ProfileError(f"{json_path}: feature {name!r} has type {entry['type']!r}")
         sample_file = document["files"].get("reference_sample")
-        sample = pd.read_parquet(folder / sample_file) if sample_file else None
+        sample = read_parquet(folder / sample_file) if sample_file else None
         outputs = None
         if document["files"].get("outputs"):  # absent from profiles fitted before it
             from driftgate.monitors.outputs import OutputsProfile

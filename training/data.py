@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from driftgate.core.errors import EXIT_USAGE, DriftgateError
+from driftgate.core.parquet import read_parquet
 from driftgate.training.features import FeatureSpec, category_key, encode_features
 
 DATE_COLUMN = "date"
@@ -94,7 +95,7 @@ def read_table(path: str | Path) -> pd.DataFrame:
         raise DataError(f"data file not found: {path}")
     try:
         if path.suffix.lower() in PARQUET_SUFFIXES:
-            frame = parse_iso_timestamps(pd.read_parquet(path))
+            frame = parse_iso_timestamps(read_parquet(path))
         else:
             frame = parse_iso_timestamps(pd.read_csv(path))
     except DataError:

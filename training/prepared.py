@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from driftgate.core.parquet import read_parquet
 from driftgate.training.data import DataError, Splits
 from driftgate.training.features import FeatureSpec, numeric_specs
 
@@ -75,7 +76,7 @@ def load_splits(folder: Path) -> Splits:
                 "(run `driftgate prepare`, `dvc repro prepare` or `dvc pull`)"
             )
         try:
-            frames[name] = pd.read_parquet(path)
+            frames[name] = read_parquet(path)
         except Exception as exc:  # pyarrow raises many types; the user needs the file name
             raise DataError(f"cannot read prepared data file {path}: {exc}") from exc
     return Splits(**frames)
