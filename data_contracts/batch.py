@@ -148,7 +148,7 @@ def validate_batch(
     if not frame.columns.is_unique:
         # GX (and pandas column selection) cannot tell duplicated names apart.
         frame = frame.loc[:, ~frame.columns.duplicated()]
-    frame = _uncategorised(frame)
+    frame = _in_contract_types(frame)
     rules = contract.rules()
     try:
         gx_result = gx_runtime().validate(
@@ -171,21 +171,33 @@ def validate_batch(
     )
 
 
-def _uncategorised(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with pandas ``category`` columns as their values: a category column of
-    strings is a string column to the contract (GX judges a typed column by its dtype
-    name, which for a category is ``category`` whatever its levels)."""
-    columns = [c for c in frame.columns if isinstance(frame[c].dtype, pd.CategoricalDtype)]
-    if not columns:
+def _in_contract_types(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with each column in the type the contract names, where pandas has
+    several for one: GX judges a typed column by its dtype name.
+
+    - a ``category`` column is its values (a category of strings is a string column;
+      its dtype name is ``category`` whatever its levels);
+    - a time-zone-aware datetime (``datetime64[ns, UTC]``, a fixed offset, a named zone)
+      is the same instants in UTC without a zone: the contract's ``datetime`` is an
+      instant, and a file whose times carry a zone failed the contract inferred from it
+      (``has dtype datetime64[ns, UTC], expected datetime``).
+    """
+    converted = {}
+    for column in frame.columns:
+        values = frame[column]
+        if isinstance(values.dtype, pd.CategoricalDtype):
+            levels = values.cat.categories.dtype
+            if values.isna().any() or not pd.api.types.is_numeric_dtype(levels):
+                converted[column] = values.astype(object).where(values.notna(), None)
+            else:
+                converted[column] = values.astype(levels)
+        elif isinstance(values.dtype, pd.DatetimeTZDtype):
+            converted[column] = values.dt.tz_convert("UTC").dt.tz_localize(None)
+    if not converted:
         return frame
     frame = frame.copy()
-    for column in columns:
-        values = frame[column]
-        levels = values.cat.categories.dtype
-        if values.isna().any() or not pd.api.types.is_numeric_dtype(levels):
-            frame[column] = values.astype(object).where(values.notna(), None)
-        else:
-            frame[column] = values.astype(levels)
+    for column, values in converted.items():
+        frame[column] = values
     return frame
 
 

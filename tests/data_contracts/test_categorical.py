@@ -58,6 +58,37 @@ def test_a_csv_timestamp_column_is_datetime_in_infer(tmp_path: Path) -> None:
     assert contract.columns["Channel"].categories == ["shop", "web"]
 
 
+TIMESTAMPS = {
+    "naive": lambda t: t,
+    "utc": lambda t: t.dt.tz_localize("UTC"),
+    "named-zone": lambda t: t.dt.tz_localize("Europe/Paris"),
+    "offset-text": lambda t: t.dt.tz_localize("UTC").dt.tz_convert("US/Eastern").astype(str),
+}
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+@pytest.mark.parametrize("kind", sorted(TIMESTAMPS))
+def test_a_file_passes_the_contract_inferred_from_it_whatever_its_time_zone(
+    tmp_path: Path, kind: str, suffix: str
+) -> None:
+    """A time-zone-aware column (``datetime64[ns, UTC]``) was inferred as ``datetime``
+    and then failed it: ``has dtype datetime64[ns, UTC], expected datetime``. The same
+    for a named zone and for CSV text with offsets, which is read as zone-aware."""
+    frame = _frame()
+    frame["timestamp"] = TIMESTAMPS[kind](frame["timestamp"])
+    data = tmp_path / f"sales{suffix}"
+    frame.to_csv(data, index=False) if suffix == ".csv" else frame.to_parquet(data)
+    inferred = runner.invoke(app, ["contract", "infer", str(data)])
+    assert inferred.exit_code == 0, inferred.output
+    assert Contract.from_yaml(inferred.output).columns["timestamp"].dtype == "datetime"
+    (tmp_path / "contract.yaml").write_text(inferred.output)
+    checked = runner.invoke(
+        app, ["contract", "validate", str(data), "--contract", str(tmp_path / "contract.yaml")]
+    )
+    assert checked.exit_code == 0, checked.output
+    assert "columns.timestamp.dtype` | pass" in checked.output
+
+
 CONTRACT = """
 name: sales
 columns:
