@@ -144,25 +144,58 @@ def load_dataset(source: str | Path, start_date: date = date(1949, 1, 1)) -> pd.
     return frame
 
 
-def parse_time_column(frame: pd.DataFrame, column: str, where: str) -> pd.DataFrame:
-    """``frame`` with ``column`` as datetimes (parsed when it is text); DataError names
-    the column and the first value that is not a time."""
+def parse_time_column(
+    frame: pd.DataFrame, column: str, where: str, unit: str | None = None
+) -> pd.DataFrame:
+    """``frame`` with ``column`` as datetimes: parsed when it is text; numbers read as
+    ``unit`` (``data.time_unit``: ``year`` or a count since 1970-01-01 UTC). DataError
+    names the column and the first value that is not a time.
+
+    A numeric column without a unit is refused: pandas reads a year 2015 as 2015
+    nanoseconds after 1970 (``train_start 1970-01-01T00:00:00.000002015``), silently.
+    """
     if column not in frame.columns:
         raise DataError(f"{where}: data.time_column '{column}' not found")
     values = frame[column]
     if pd.api.types.is_datetime64_any_dtype(values):
         return frame
-    parsed = pd.to_datetime(values, errors="coerce", format="mixed")
+    numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
+    if numeric and unit is None:
+        raise DataError(
+            f"{where}: data.time_column '{column}' holds numbers "
+            f"(e.g. {_plain(values.iloc[0])!r}); "
+            "set data.time_unit to what they count: year, or D, s, ms, us, ns since "
+            "1970-01-01 UTC"
+        )
+    if unit is not None and not numeric:
+        raise DataError(
+            f"{where}: data.time_unit is {unit!r} but data.time_column '{column}' holds "
+            f"{values.dtype} values, not numbers (time_unit is for numeric time columns)"
+        )
+    if unit == "year":
+        whole = values.notna() & (values % 1 == 0) & values.between(1, 9999)
+        text = values.where(whole).astype("Int64").astype(str)
+        parsed = pd.to_datetime(text.where(whole), format="%Y", errors="coerce")
+    elif unit is not None:
+        parsed = pd.to_datetime(values, unit=unit, errors="coerce", utc=True)
+    else:
+        parsed = pd.to_datetime(values, errors="coerce", format="mixed")
     bad = parsed.isna() & values.notna()
     if bad.any() or values.isna().any():
         row = int(np.flatnonzero((bad | values.isna()).to_numpy())[0])
+        what = {None: "a date/time", "year": "a whole year"}.get(unit, f"a count of {unit}")
         raise DataError(
-            f"{where}: data.time_column '{column}' holds {values.iloc[row]!r} at row {row}, "
-            "not a date/time"
+            f"{where}: data.time_column '{column}' holds {_plain(values.iloc[row])!r} at row "
+            f"{row}, not {what}"
         )
     frame = frame.copy()
     frame[column] = parsed
     return frame
+
+
+def _plain(value: object) -> object:
+    """A cell as a person reads it (numpy's scalars print as ``np.int64(2015)``)."""
+    return value.item() if hasattr(value, "item") else value
 
 
 @dataclass(frozen=True)

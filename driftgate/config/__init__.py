@@ -125,6 +125,12 @@ class DataSettings(StrictModel):
         description="the column of event times (parsed as datetime): chronological "
         "splits and replay order; default: none (file order), `date` for the demo data",
     )
+    time_unit: Literal["year", "D", "s", "ms", "us", "ns"] | None = Field(
+        None,
+        description="what the numbers of a numeric time_column count: `year` (e.g. "
+        "2015), or days/seconds/... since 1970-01-01 UTC; a numeric time column "
+        "without it is refused, never guessed",
+    )
     split: Literal["chronological", "random", "stratified"] = "chronological"
     split_seed: int = Field(0, ge=0, description="seed of the random and stratified splits")
     contract: str | None = Field(

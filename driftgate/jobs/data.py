@@ -58,7 +58,7 @@ def load_source(settings: DataSettings, task: str = "binary") -> pd.DataFrame:
 def _load(settings: DataSettings, source: str, labelled: bool = True) -> pd.DataFrame:
     frame = load_dataset(source, start_date=settings.start_date)
     if settings.time is not None:
-        frame = parse_time_column(frame, settings.time, source)
+        frame = parse_time_column(frame, settings.time, source, settings.time_unit)
     if settings.labels is not None:
         frame = join_labels(frame, settings, source, drop_unlabelled=labelled)
     return frame

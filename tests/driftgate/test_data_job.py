@@ -4,6 +4,7 @@ and the contract inferred from the same file holding in training."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -122,3 +123,55 @@ def test_random_and_stratified_splits_are_seeded(project, split):
     assert first.digest == again.digest
     assert first.splits.test["timestamp"].is_monotonic_increasing
     assert first.splits.test["timestamp"].min() < first.splits.train["timestamp"].max()
+
+
+def _with_year_times(project: Path) -> None:
+    """The reference's time column as whole years (a common public-data shape)."""
+    frame = pd.read_parquet(project / "reference.pq")
+    frame["timestamp"] = 2000 + np.arange(len(frame)) % 20
+    frame.to_parquet(project / "reference.pq", index=False)
+
+
+def test_an_integer_year_time_column_without_a_unit_is_refused_naming_it(
+    project, monkeypatch, capsys
+):
+    """A year 2015 was read as 2015 ns after 1970 (train_start 1970-01-01T00:00:00.000002015)."""
+    from driftgate.cli import main
+
+    _with_year_times(project)
+    args = ["prepare", "--out", str(project / "data"), "-c", str(project / "driftgate.yaml")]
+    monkeypatch.setattr(sys, "argv", ["driftgate", *args])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    error = capsys.readouterr().err
+    assert exited.value.code == 2, error
+    assert "reference.pq: data.time_column 'timestamp' holds numbers (e.g. 2000)" in error
+    assert "set data.time_unit" in error
+    assert not (project / "data").exists()
+
+
+def test_an_integer_year_time_column_is_read_as_years_when_told(project):
+    _with_year_times(project)
+    (project / "driftgate.yaml").write_text(CONFIG + "  time_unit: year\n")
+    production = pd.read_csv(project / "production.csv")
+    production["timestamp"] = 2020
+    production.to_csv(project / "production.csv", index=False)
+    splits = prepare_data(load_config(project / "driftgate.yaml")).splits
+    assert splits.train["timestamp"].min() == pd.Timestamp("2000-01-01")
+    assert splits.test["timestamp"].max() == pd.Timestamp("2019-01-01")
+    assert (splits.production["timestamp"] == pd.Timestamp("2020-01-01")).all()
+
+
+@pytest.mark.parametrize(
+    "unit, value, expected", [("s", 86_400, "1970-01-02"), ("ms", 0, "1970-01-01")]
+)
+def test_an_epoch_time_column_is_read_in_the_named_unit(project, unit, value, expected):
+    frame = pd.read_parquet(project / "reference.pq")
+    frame["timestamp"] = value + np.arange(len(frame))
+    frame.to_parquet(project / "reference.pq", index=False)
+    production = pd.read_csv(project / "production.csv")
+    production["timestamp"] = value
+    production.to_csv(project / "production.csv", index=False)
+    (project / "driftgate.yaml").write_text(CONFIG + f"  time_unit: {unit}\n")
+    splits = prepare_data(load_config(project / "driftgate.yaml")).splits
+    assert splits.train["timestamp"].min() == pd.Timestamp(expected, tz="UTC")
