@@ -159,11 +159,16 @@ def choose_features(settings: DataSettings, frame: pd.DataFrame, where: str) -> 
     not_features = {settings.target, settings.time, *settings.exclude}
     if settings.labels is not None:
         not_features.add(settings.labels.key)
-    taken, skipped = [], []
+    taken, skipped, uninformative = [], [], []
     for column in frame.columns:
         if column in not_features:
             continue
-        (taken if is_feature_dtype(frame[column]) else skipped).append(str(column))
+        if not is_feature_dtype(frame[column]):
+            skipped.append(str(column))
+        elif why := _uninformative(frame[column]):
+            uninformative.append(f"{column} ({why})")
+        else:
+            taken.append(str(column))
     if not taken:
         raise DataError(f"{where}: no feature columns left (data.features is null)")
     log.info(
@@ -173,7 +178,47 @@ def choose_features(settings: DataSettings, frame: pd.DataFrame, where: str) -> 
         f"; excluded by data.exclude: {', '.join(settings.exclude)}" if settings.exclude else "",
         f"; not usable (datetime): {', '.join(skipped)}" if skipped else "",
     )
+    if uninformative:
+        log.warning(
+            "%s: data.features not set: not taking %s; list a column in data.features "
+            "to take it, or in data.exclude to silence this",
+            where,
+            ", ".join(uninformative),
+        )
     return taken
+
+
+# An id column is told from a feature by every value being distinct; on fewer rows a
+# real feature is distinct by chance too often to say.
+ID_LIKE_MIN_ROWS = 50
+
+
+def _uninformative(values: pd.Series) -> str | None:
+    """Why a column the user did not name makes a poor feature, or None.
+
+    Constant: one value (or none) in the reference, so the model learns nothing from it
+    and every later value is drift. Id-like: every value distinct, as text (each row its
+    own category) or as integers that run through a range about as long as the column
+    (order numbers, row counters; a count such as an income is distinct too but spread
+    far wider). Both used to become features silently.
+    """
+    present = values.dropna()
+    distinct = present.nunique()
+    if distinct <= 1:
+        first = present.iloc[0] if distinct else None
+        first = first.item() if hasattr(first, "item") else first  # numpy's repr is noisy
+        shown = "no values" if distinct == 0 else f"one value: {first!r}"
+        return f"constant, {shown}"
+    if len(values) < ID_LIKE_MIN_ROWS or distinct < len(values):
+        return None
+    if pd.api.types.is_bool_dtype(values) or isinstance(values.dtype, pd.CategoricalDtype):
+        return None
+    if pd.api.types.is_integer_dtype(values):
+        span = int(present.max()) - int(present.min()) + 1
+        return "id-like, every value distinct and consecutive" if span <= 2 * len(values) else None
+    if pd.api.types.is_object_dtype(values) or pd.api.types.is_string_dtype(values):
+        return "id-like, every value distinct"
+    return None
 
 
 def contract_categories(contract_path: str | None) -> dict[str, list]:

@@ -175,3 +175,40 @@ def test_an_epoch_time_column_is_read_in_the_named_unit(project, unit, value, ex
     (project / "driftgate.yaml").write_text(CONFIG + f"  time_unit: {unit}\n")
     splits = prepare_data(load_config(project / "driftgate.yaml")).splits
     assert splits.train["timestamp"].min() == pd.Timestamp(expected, tz="UTC")
+
+
+def test_constant_and_id_like_columns_are_reported_and_not_taken(project, caplog):
+    """A constant column and a ticket number became features silently (the labels'
+    key, OrderId here, never is one)."""
+    frame = pd.read_parquet(project / "reference.pq")
+    frame["Country"] = "NZ"
+    frame["Ticket"] = [f"T-{i:05d}" for i in range(len(frame))]
+    frame.to_parquet(project / "reference.pq", index=False)
+    production = pd.read_csv(project / "production.csv")
+    production["Country"], production["Ticket"] = "NZ", "T-99999"
+    production.to_csv(project / "production.csv", index=False)
+    (project / "driftgate.yaml").write_text(CONFIG.replace("[OrderId, OtherModelScore]", "[]"))
+    caplog.set_level("INFO")
+    data = prepare_data(load_config(project / "driftgate.yaml"))
+    assert data.features == ["StoreRegion", "Channel", "BasketValue", "OtherModelScore"]
+    assert (
+        "reference.pq: data.features not set: not taking Country (constant, one value: "
+        "'NZ'), Ticket (id-like, every value distinct)" in caplog.text
+    )
+    named = CONFIG.replace("[OrderId, OtherModelScore]", "[]") + (
+        "  features: [BasketValue, Country, Ticket]\n"
+    )
+    (project / "driftgate.yaml").write_text(named)
+    assert prepare_data(load_config(project / "driftgate.yaml")).features == [
+        "BasketValue", "Country", "Ticket",
+    ]  # fmt: skip
+
+
+def test_consecutive_integers_are_id_like_but_a_spread_count_is_not():
+    from driftgate.jobs.data import _uninformative
+
+    rows = 200
+    assert _uninformative(pd.Series(np.arange(5000, 5000 + rows))) is not None
+    assert _uninformative(pd.Series(np.arange(rows) * 997 + 20_000)) is None  # e.g. incomes
+    assert _uninformative(pd.Series(np.arange(40))) is None  # too few rows to tell
+    assert _uninformative(pd.Series([1.5] * 10 + [np.nan])).startswith("constant")
