@@ -10,6 +10,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictBool,
     StrictFloat,
     StrictInt,
     StringConstraints,
@@ -33,7 +34,9 @@ from driftgate.stores.samples import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 # category name is short, and a record is stored as sent.
 MAX_CATEGORY_CHARS = 256
 CategoryText = Annotated[str, StringConstraints(strict=True, max_length=MAX_CATEGORY_CHARS)]
-FeatureValue = StrictFloat | StrictInt | CategoryText | None
+# A boolean feature's JSON true/false passes the schema; the checker judges each field
+# (a boolean for a numeric feature is refused there, naming it).
+FeatureValue = StrictBool | StrictFloat | StrictInt | CategoryText | None
 
 
 class PredictRequest(BaseModel):

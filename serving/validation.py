@@ -51,19 +51,29 @@ class FeatureChecker:
         allow_extra: bool = False,
         nullable: Sequence[str] = (),
         categorical: Sequence[str] = (),
+        boolean: Sequence[str] = (),
+        boolean_as_text: Sequence[str] = (),
     ) -> None:
         self.features = tuple(features)
         self._known = frozenset(features)
         # Categorical features take a category's text or an integer code.
-        self.categorical = frozenset(categorical)
+        self.categorical = frozenset(categorical) - frozenset(boolean)
+        # Boolean features (categories false/true) take every common spelling of a
+        # boolean and are normalised to one: a JSON boolean, or the text "true"/"false"
+        # where the contract types the column as text.
+        self.boolean = frozenset(boolean)
+        self.boolean_as_text = frozenset(boolean_as_text) & self.boolean
         self.allow_extra = allow_extra
         # Features whose null (JSON null) the model may score: driftgate models impute a
         # missing input with the training mean. NaN and infinities stay refused.
         self.nullable = frozenset(nullable)
 
     def normalise(self, records: list[dict]) -> list[dict]:
-        """Records as scored and stored; without a contract, as received."""
-        return records
+        """Records as scored and stored: each boolean feature in its one encoding
+        (``"True"`` or ``1`` was scored as an unseen category); the rest as received."""
+        if not self.boolean:
+            return records
+        return [_canonical_booleans(r, self.boolean, self.boolean_as_text) for r in records]
 
     def validate(self, record: Mapping[str, Any]) -> list[FieldError]:
         errors = []
@@ -75,6 +85,9 @@ class FeatureChecker:
             if value is None:
                 if name not in self.nullable:
                     errors.append(FieldError(name, "null not allowed", "model.feature"))
+            elif name in self.boolean:
+                if not isinstance(value, str if name in self.boolean_as_text else bool):
+                    errors.append(FieldError(name, _not_boolean(value), "model.feature"))
             elif name in self.categorical:
                 if isinstance(value, bool) or not isinstance(value, str | int):
                     errors.append(
@@ -99,6 +112,40 @@ class FeatureChecker:
                 for name in sorted(record.keys() - self._known, key=str)
             )
         return errors
+
+
+# A feature trained on booleans has these categories (training.features.category_key).
+BOOLEAN_CATEGORIES = frozenset({"false", "true"})
+BOOLEAN_SPELLINGS = 'true/false, "true"/"false" in any case, or 0/1'
+
+
+def read_boolean(value: Any) -> bool | None:
+    """``value`` as a boolean if it is a common spelling of one, else None."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.lower() in BOOLEAN_CATEGORIES:
+        return value.lower() == "true"
+    return None
+
+
+def _not_boolean(value: Any) -> str:
+    return f"expected a boolean ({BOOLEAN_SPELLINGS}), got {value!r:.40}"
+
+
+def _canonical_booleans(record: dict, fields: frozenset[str], as_text: frozenset[str]) -> dict:
+    changed = None
+    for name in fields:
+        value = record.get(name)
+        flag = None if value is None else read_boolean(value)
+        if flag is None:
+            continue  # absent, null or not a boolean: validate() names it
+        canonical = ("true" if flag else "false") if name in as_text else flag
+        if canonical is not value:
+            changed = changed or dict(record)
+            changed[name] = canonical
+    return changed or record
 
 
 # The model scores float32: a finite float64 or a Python int beyond this becomes inf.
@@ -137,16 +184,24 @@ class ContractChecker:
         self.text_categories = tuple(text_categories)
 
     def normalise(self, records: list[dict]) -> list[dict]:
+        records = self.model_checker.normalise(records)
         if not self.text_categories:
             return records
         return [_as_text(record, self.text_categories) for record in records]
 
     def validate(self, record: Mapping[str, Any]) -> list[FieldError]:
-        errors = [
-            FieldError(e.field, e.reason, e.rule) for e in self.contract_validator.validate(record)
-        ]
+        model_errors = self.model_checker.validate(record)
+        # A value that is no spelling of a boolean gets the message that lists the
+        # spellings, not the contract's bare "expected bool, got str".
+        errors = [e for e in model_errors if e.field in self.model_checker.boolean]
         reported = {e.field for e in errors}
-        errors.extend(e for e in self.model_checker.validate(record) if e.field not in reported)
+        errors.extend(
+            FieldError(e.field, e.reason, e.rule)
+            for e in self.contract_validator.validate(record)
+            if e.field not in reported
+        )
+        reported = {e.field for e in errors}
+        errors.extend(e for e in model_errors if e.field not in reported)
         return errors
 
 
@@ -171,8 +226,14 @@ def build_checker(
     specs = [f if isinstance(f, FeatureSpec) else FeatureSpec(str(f)) for f in features]
     names = [spec.name for spec in specs]
     categorical = [spec.name for spec in specs if spec.kind == "categorical"]
+    boolean = [
+        spec.name
+        for spec in specs
+        if spec.kind == "categorical" and set(spec.categories) <= BOOLEAN_CATEGORIES
+        and spec.categories
+    ]  # fmt: skip
     if contract_path is None:
-        return FeatureChecker(names, allow_extra=False, categorical=categorical)
+        return FeatureChecker(names, allow_extra=False, categorical=categorical, boolean=boolean)
     from driftgate.data_contracts import Contract, RecordValidator
 
     contract = Contract.load(contract_path)
@@ -182,8 +243,14 @@ def build_checker(
         for name in categorical
         if name in contract.columns and contract.columns[name].dtype == "string"
     ]
+    # One encoding per column, the contract's type: a boolean column the contract types
+    # as text ("true"/"false" in a CSV) keeps text; otherwise a JSON boolean.
+    checker = FeatureChecker(
+        names, allow_extra=True, nullable=nullable, categorical=categorical,
+        boolean=boolean, boolean_as_text=[name for name in boolean if name in text],
+    )  # fmt: skip
     return ContractChecker(
         RecordValidator.from_contract(contract),
-        FeatureChecker(names, allow_extra=True, nullable=nullable, categorical=categorical),
-        text_categories=text,
+        checker,
+        text_categories=[name for name in text if name not in boolean],
     )

@@ -347,14 +347,14 @@ def feature_specs_for(
 ) -> tuple[FeatureSpec, ...]:
     """The kind and categories of each feature, from the data and the contract.
 
-    A feature is categorical when its column is ``category``, ``object`` or
-    ``string``, when it is named in ``categorical`` (``data.categorical``: integer
-    codes), or when the contract lists ``categories`` for a text column. Its
-    categories are, first found: the contract's list (``categories``, in contract
-    order), the ``category`` dtype's declared levels, or the distinct values of
-    ``frame`` (the training split), sorted. Values are known by
-    :func:`~driftgate.training.features.category_key` (``3``, ``3.0`` and ``"3"`` are
-    one category).
+    A feature is categorical when its column is ``category``, ``object``, ``string``
+    or ``bool`` (the categories ``false`` and ``true``), when it is named in
+    ``categorical`` (``data.categorical``: integer codes), or when the contract lists
+    ``categories`` for a text column. Its categories are, first found: the contract's
+    list (``categories``, in contract order), the ``category`` dtype's declared
+    levels, both booleans, or the distinct values of ``frame`` (the training split),
+    sorted. Values are known by :func:`~driftgate.training.features.category_key`
+    (``3``, ``3.0`` and ``"3"`` are one category).
     """
     forced = set(categorical)
     declared = dict(categories or {})
@@ -366,6 +366,10 @@ def feature_specs_for(
         kind_is_categorical = (
             name in forced
             or is_categorical_dtype(column)
+            # A boolean is the two categories false/true, not the number 0/1: the
+            # service then knows the feature is a boolean and takes every spelling of
+            # one (JSON true, "True", 1), where a number refused JSON true.
+            or pd.api.types.is_bool_dtype(column)
             or (name in declared and not pd.api.types.is_numeric_dtype(column))
         )
         if not kind_is_categorical:
@@ -375,6 +379,8 @@ def feature_specs_for(
             levels = list(declared[name])
         elif isinstance(column.dtype, pd.CategoricalDtype):
             levels = list(column.cat.categories)
+        elif pd.api.types.is_bool_dtype(column):
+            levels = [False, True]  # both, even if the training split holds one
         else:
             levels = sorted(column.dropna().unique().tolist(), key=_level_order)
         keys = list(dict.fromkeys(category_key(v) for v in levels))
