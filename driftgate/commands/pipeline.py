@@ -11,11 +11,14 @@ configuration or input, 3 the registry failed.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from driftgate.commands.options import ConfigOption, setup_logging
-from driftgate.config import ProjectConfig, load_config
+
+if TYPE_CHECKING:
+    from driftgate.config import ProjectConfig
 
 PreparedOption = typer.Option(
     None,
@@ -56,6 +59,7 @@ def prepare(
     Nothing is written to --out when the contract breaks (exit 1).
     """
     setup_logging(verbose)
+    from driftgate.config import load_config
     from driftgate.jobs.prepare import run_prepare
 
     outcome = run_prepare(load_config(config_path), out_dir, report_dir)
@@ -91,6 +95,8 @@ def evaluate(
     setup_logging(verbose)
     if (candidate_file is None) == (model_uri is None):
         raise typer.BadParameter("give exactly one of --candidate-file and --model-uri")
+    from driftgate.config import load_config
+
     config = with_prepared(load_config(config_path), prepared)
     from driftgate.jobs.evaluate import evaluate_candidate, write_evaluation
     from driftgate.jobs.pipeline import read_candidate_file

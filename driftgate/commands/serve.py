@@ -15,16 +15,21 @@ import getpass
 import json
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from driftgate.commands.options import ConfigOption
-from driftgate.config import ProjectConfig, load_config, with_model_name
+
+if TYPE_CHECKING:
+    from driftgate.config import ProjectConfig
 
 _ModelOption = typer.Option(None, "--model", "-m", help="Registered model name.")
 
 
 def _config(config_path: Path | None, model: str | None = None) -> ProjectConfig:
+    from driftgate.config import load_config, with_model_name
+
     return with_model_name(load_config(config_path), model)
 
 

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from driftgate.config import ProjectConfig
-from driftgate.gates.config import GateConfig
+if TYPE_CHECKING:  # annotations only: `driftgate deploy --help` reads DEFAULT_WORK_POOL
+    from driftgate.config import ProjectConfig
+    from driftgate.gates.config import GateConfig
 
 TRAIN_ENTRYPOINT = "driftgate.flows.train.train_flow"
 PROMOTE_ENTRYPOINT = "driftgate.flows.promote.validate_and_promote"

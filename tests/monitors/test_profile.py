@@ -9,7 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from driftgate.monitors.profile import ProfileError, ReferenceProfile, infer_feature_type
+from driftgate.monitors.profile import (
+    ProfileError,
+    ReferenceProfile,
+    category_counts,
+    infer_feature_type,
+)
 
 
 @pytest.fixture
@@ -123,3 +128,24 @@ def test_load_rejects_unknown_versions(reference, tmp_path):
         ReferenceProfile.load(folder)
     with pytest.raises(ProfileError, match="not a reference profile"):
         ReferenceProfile.load(tmp_path / "nothing")
+
+
+@pytest.mark.parametrize(
+    "series",
+    [
+        pd.Series(["a", None, 3, np.nan, 3.0, "3", pd.NA, "a"], dtype=object),
+        pd.Series(pd.Categorical(["x", None, "y", "x"], categories=["x", "y", "never"])),
+        pd.Series([1.0, np.nan, 1.0, 2.0]),
+        pd.Series([True, None, False], dtype="boolean"),
+        pd.Series([], dtype=object),
+    ],
+)
+def test_category_counts_count_missing_values_in_the_same_pass(series):
+    # Missing values are read off value_counts(dropna=False): every kind of them (None,
+    # NaN, pd.NA) counted as isna counts them, none of them a category.
+    counts, missing = category_counts(series)
+    assert missing == int(series.isna().sum())
+    assert sum(counts.values()) == len(series) - missing
+    assert all(count > 0 for count in counts.values())
+    if series.dtype == object and len(series):
+        assert counts == {"a": 2, "3": 3}

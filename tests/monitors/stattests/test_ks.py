@@ -115,3 +115,20 @@ def test_property_identical_data_gives_zero_and_p_one(values):
     outcome = run(ks_test, values, values)
     assert outcome.value == 0.0
     assert outcome.p_value == 1.0
+
+
+ALPHAS = (0.05, 0.01, 1e-3, 0.05 / 720 / 25, 1e-9)
+
+
+@pytest.mark.parametrize("shift", [0.0, 0.01, 0.02, 0.03, 0.05, 0.08])
+def test_asymptotic_p_values_and_decisions_match_scipy(rng, shift):
+    # Past scipy's exact range the p-value is kolmogorov_sf's, not kstwo.sf's: the same
+    # value within its tolerance, hence the same decisions, from p near 1 to p near 0.
+    reference, current = rng.normal(size=24_000), rng.normal(shift, 1, size=16_000)
+    ours = run(ks_test, reference, current, ks_max_breakpoints=None)
+    theirs = stats.ks_2samp(reference, current)
+    assert ours.details["method"] == "asymp"
+    assert ours.value == pytest.approx(theirs.statistic, abs=1e-12, rel=0)
+    assert ours.p_value == pytest.approx(theirs.pvalue, rel=1e-8, abs=1e-300)
+    for alpha in ALPHAS:
+        assert (ours.p_value < alpha) == (theirs.pvalue < alpha), alpha

