@@ -1,51 +1,31 @@
-"""Prefect flow ``train``: the training job's steps as tasks, nothing more.
+"""Prefect flow ``train``: the training job's journey with its steps as tasks, nothing more.
 
-Each task calls one function of :mod:`driftgate.jobs.train`; ``driftgate train``
-calls the same functions without Prefect, so the flow adds orchestration (retries,
-the run's history in the Prefect UI) and no behaviour of its own. Tasks are not
-cached: their inputs are data frames and models, and a training run must re-run.
+:func:`driftgate.jobs.train.run_training` runs its steps (``prepare-data``,
+``fit-model``, ``evaluate-model``, ``register-model``) through the flows' step runner
+(:mod:`driftgate.flows.steps`), one task each; ``driftgate train`` runs the same
+function without Prefect, so the flow adds orchestration (the run's history in the
+Prefect UI) and no behaviour of its own.
 """
 
 from __future__ import annotations
 
-from prefect import flow, get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import flow, get_run_logger
 
-from driftgate.config import ProjectConfig, load_config
+from driftgate.config import load_config
+from driftgate.flows.steps import prefect_step
 from driftgate.jobs import retrain as retrain_job
 from driftgate.jobs import train as job
+from driftgate.training.train import EpochRecord
 
 
-@task(name="prepare-data", cache_policy=NO_CACHE)
-def prepare_data_task(config: ProjectConfig) -> job.PreparedData:
-    return job.prepare_data(config)
-
-
-@task(name="fit-model", cache_policy=NO_CACHE)
-def fit_model_task(config: ProjectConfig, data: job.PreparedData):
-    logger = get_run_logger()
-
-    def report(record) -> None:
-        logger.info(
-            "epoch %d: train_loss %.4f val_loss %.4f",
-            record.epoch,
-            record.train_loss,
-            record.val_loss,
-        )
-
-    return job.fit_model(config, data, on_epoch=report)
-
-
-@task(name="evaluate-model", cache_policy=NO_CACHE)
-def evaluate_model_task(config: ProjectConfig, data: job.PreparedData, result) -> dict[str, float]:
-    return job.evaluate_model(config, data, result)
-
-
-@task(name="register-model", cache_policy=NO_CACHE)
-def register_model_task(
-    config: ProjectConfig, data: job.PreparedData, result, metrics: dict[str, float]
-) -> job.TrainingOutcome:
-    return job.register_model(config, data, result, metrics)
+def log_epoch(record: EpochRecord) -> None:
+    """Each epoch in the ``fit-model`` task's log (the Prefect UI shows it)."""
+    get_run_logger().info(
+        "epoch %d: train_loss %.4f val_loss %.4f",
+        record.epoch,
+        record.train_loss,
+        record.val_loss,
+    )
 
 
 @flow(name="train", log_prints=True)
@@ -68,10 +48,7 @@ def train_flow(
     try:
         if retrain_id is not None:  # the configured data plus the breaching window
             config = retrain_job.retrain_config(config, retrain_id)
-        data = prepare_data_task(config)
-        result = fit_model_task(config, data)
-        metrics = evaluate_model_task(config, data, result)
-        outcome = register_model_task(config, data, result, metrics)
+        outcome = job.run_training(config, on_epoch=log_epoch, run_step=prefect_step)
         registered = outcome.registered
         gate = None
         if promote:
