@@ -9,12 +9,16 @@ Prefect UI) and no behaviour of its own.
 
 from __future__ import annotations
 
-from prefect import flow, get_run_logger
+from functools import partial
 
-from driftgate.config import load_config
+from prefect import flow, get_run_logger
+from prefect.context import FlowRunContext
+
+from driftgate.config import ProjectConfig, load_config
 from driftgate.flows.steps import prefect_step
 from driftgate.jobs import retrain as retrain_job
 from driftgate.jobs import train as job
+from driftgate.stores.retrains import Retrain
 from driftgate.training.train import EpochRecord
 
 
@@ -25,6 +29,20 @@ def log_epoch(record: EpochRecord) -> None:
         record.epoch,
         record.train_loss,
         record.val_loss,
+    )
+
+
+def gate_in_subflow(
+    config: ProjectConfig, retrain: Retrain, candidate: str, *, config_path: str | None
+) -> dict:
+    """A retrain's gate (:data:`driftgate.jobs.retrain.Gate`) as the ``validate-and-promote``
+    subflow. A person is waited for only when this train run is a run of its own (a
+    deployment's), never when it is itself a subflow of a drift check."""
+    from driftgate.flows.promote import validate_and_promote
+
+    own_run = FlowRunContext.get().flow_run.parent_task_run_id is None
+    return validate_and_promote(
+        config_path=config_path, candidate=candidate, retrain_id=retrain.id, wait_for_person=own_run
     )
 
 
@@ -39,44 +57,34 @@ def train_flow(
 
     With ``promote=True`` the new version goes straight through ``validate-and-promote``
     (a subflow). ``retrain_id``: the run was started by a ``retrain`` monitor action
-    (:mod:`driftgate.flows.retrain`); its outcome, or its failure, is recorded on the
-    retrain and its review; ``approval_timeout_s``: its monitor says ``approval:
-    required``, so a candidate that passes the gate waits that long for a person.
+    (:mod:`driftgate.flows.retrain`): it is that retrain's journey,
+    :func:`driftgate.jobs.retrain.run_retrain` (always gated, whatever ``promote``
+    says), which records its outcome or its failure on the retrain and its review.
+    ``approval_timeout_s`` is ignored: the retrain's own row says whether a person
+    approves it and how long they are waited for; the parameter stays so that runs
+    created by an older launcher still start.
     Returns a JSON-able summary (run id, model version, metrics, gate).
     """
     config = load_config(config_path)
-    try:
-        if retrain_id is not None:  # the configured data plus the breaching window
-            config = retrain_job.retrain_config(config, retrain_id)
+    if retrain_id is not None:
+        retrained = retrain_job.run_retrain(
+            config,
+            retrain_id,
+            run_step=prefect_step,
+            on_epoch=log_epoch,
+            gate=partial(gate_in_subflow, config_path=config_path),
+        )
+        outcome, gate = retrained.training, retrained.gate
+    else:
         outcome = job.run_training(config, on_epoch=log_epoch, run_step=prefect_step)
-        registered = outcome.registered
         gate = None
         if promote:
             from driftgate.flows.promote import validate_and_promote
 
             gate = validate_and_promote(
-                config_path=config_path,
-                candidate=registered.version,
-                retrain_id=retrain_id,
-                approval_timeout_s=approval_timeout_s,
+                config_path=config_path, candidate=outcome.registered.version
             )
-    except Exception as exc:
-        if retrain_id is not None:
-            retrain_job.fail_retrain(config, retrain_id, f"{type(exc).__name__}: {exc}")
-        raise
-    if retrain_id is not None:
-        if gate is None:
-            retrain_job.fail_retrain(config, retrain_id, "trained without the gate (promote=False)")
-        else:
-            retrain_job.record_outcome(
-                config,
-                retrain_id,
-                run_id=registered.run_id,
-                candidate=registered.version,
-                passed=gate["passed"],
-                promoted=gate["promoted"],
-                gate_report=retrain_job.gate_report_of(registered.run_id, gate["reports"]),
-            )
+    registered = outcome.registered
     return {
         "gate": gate,
         "model_name": registered.model_name,

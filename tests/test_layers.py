@@ -272,7 +272,7 @@ def test_the_cycle_check_catches_a_lazy_cycle(tmp_path):
 # A job writes its journey as ``run_step("name", step_function, ...)`` calls; a flow runs
 # the job with its step runner. A flow that called a step function itself, or made a
 # Prefect task of its own, would be a second copy of the journey.
-JOURNEY_JOBS = ("driftgate.jobs.train", "driftgate.jobs.drift_check")
+JOURNEY_JOBS = ("driftgate.jobs.train", "driftgate.jobs.drift_check", "driftgate.jobs.promote")
 # Prefect tasks that are not steps of a journey: the Dask mapper's one task per cell.
 OWN_TASK_MODULES = {"driftgate.flows.steps", "driftgate.flows.drift_check"}
 
@@ -351,6 +351,7 @@ def test_each_job_runs_its_journey_through_the_step_runner():
     assert {"read", "validate", "summarise", "decide", "record", "act"} == steps[
         "driftgate.jobs.drift_check"
     ]
+    assert steps["driftgate.jobs.promote"] == {"evaluate_gates", "write_gate_reports", "promote"}
 
 
 def test_flows_run_the_jobs_journeys_and_never_a_step_of_their_own():
@@ -364,12 +365,12 @@ def test_the_journey_check_catches_a_flow_calling_a_step(tmp_path):
     flow.write_text(
         "from prefect import flow, task\n"
         "from driftgate.jobs import train as job\n"
-        "from driftgate.jobs.drift_check import decide\n"
+        "from driftgate.jobs.promote import evaluate_gates\n"
         "def f(config):\n    return job.fit_model(config)\n"
     )
     problems = steps_called_outside_the_runner([("driftgate.flows.train", flow)], journey_steps())
     assert problems == [
-        "driftgate.flows.train:3 imports step driftgate.jobs.drift_check.decide",
+        "driftgate.flows.train:3 imports step driftgate.jobs.promote.evaluate_gates",
         "driftgate.flows.train:5 calls step driftgate.jobs.train.fit_model",
         "driftgate.flows.train:1 makes a Prefect task of its own",
     ]
