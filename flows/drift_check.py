@@ -1,11 +1,12 @@
 """Prefect flow ``drift-check``: judge the latest window for each monitor, act, publish.
 
-Thin: each window runs the six steps of :func:`driftgate.jobs.drift_check.judge_window`
-(the same functions as ``driftgate drift-check``) as one task each, ``read-window``,
-``validate-window``, ``summarise-window``, ``decide``, ``record`` and ``act``, so the
-Prefect UI shows where a run spent its time or failed; the flow adds a markdown and a
-table artifact per window. Deployments run it on each monitor's cron schedule from the
-gate config (one source of truth).
+Thin: each window is :func:`driftgate.jobs.drift_check.judge_window` (the same function
+as ``driftgate drift-check``) with the flows' step runner (:mod:`driftgate.flows.steps`),
+so its six steps, ``read-window``, ``validate-window``, ``summarise-window``,
+``decide``, ``record`` and ``act``, are one task each and the Prefect UI shows where a
+run spent its time or failed; the flow adds a markdown and a table artifact per window.
+Deployments run it on each monitor's cron schedule from the gate config (one source of
+truth).
 
 Scale-out: with ``dask_cluster`` set, the window's cells (row slices x feature groups,
 see :mod:`monitors.partitions`) are summarised as one ``summarise-cell`` task each on
@@ -24,8 +25,9 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from driftgate.config import ProjectConfig, load_config
+from driftgate.config import load_config
 from driftgate.flows.retrain import launch as launch_retrain
+from driftgate.flows.steps import prefect_step
 from driftgate.gates.config import load_gate_config
 from driftgate.jobs import drift_check as job
 from driftgate.monitors.partitions import Cell, Mapper, WindowPart, summarise_part
@@ -99,55 +101,6 @@ def dask_mapper(cluster: str) -> Mapper:
     return summarise_on_dask
 
 
-# One task per step of jobs.drift_check.judge_window, in its order; each calls the step.
-@task(name="read-window", cache_policy=NO_CACHE)
-def read_task(config: ProjectConfig, start, end, source):
-    return job.read(config, start, end, source=source)
-
-
-@task(name="validate-window", cache_policy=NO_CACHE)
-def validate_task(config: ProjectConfig, window, monitors):
-    return job.validate(config, window, monitors)
-
-
-@task(name="summarise-window", cache_policy=NO_CACHE)
-def summarise_task(config: ProjectConfig, window, mapper=None):
-    return job.summarise(config, window, mapper)
-
-
-@task(name="decide", cache_policy=NO_CACHE)
-def decide_task(config: ProjectConfig, window, counts, contract_result, monitors):
-    return job.decide(config, window, counts, contract_result, monitors)
-
-
-@task(name="record", cache_policy=NO_CACHE)
-def record_task(config: ProjectConfig, window, decision, contract_result, monitors):
-    return job.record(config, window, decision, contract_result, monitors)
-
-
-@task(name="act", cache_policy=NO_CACHE)
-def act_task(config: ProjectConfig, verdict, monitors, config_path: str | None = None):
-    # A retrain action runs the train deployment where one is registered, else the
-    # train flow as a subflow (flows/retrain.py).
-    return job.act(config, verdict, monitors, partial(launch_retrain, config_path=config_path))
-
-
-def judge_window_steps(
-    config: ProjectConfig, start, end, monitors, source, mapper=None, config_path=None
-):
-    """:func:`driftgate.jobs.drift_check.judge_window`, one task per step; ``config_path``
-    is where ``config`` came from (a retrain's train subflow loads it again)."""
-    window = read_task(config, start, end, source)
-    try:  # the window's retention lease holds until the actions are taken
-        contract_result = validate_task(config, window, monitors)
-        counts = summarise_task(config, window, mapper)
-        decision = decide_task(config, window, counts, contract_result, monitors)
-        verdict = record_task(config, window, decision, contract_result, monitors)
-        return act_task(config, verdict, monitors, config_path)
-    finally:
-        window.close()
-
-
 @flow(name="drift-check")
 def drift_check_flow(
     config_path: str | None = None,
@@ -170,7 +123,20 @@ def drift_check_flow(
     summaries = []
     planned = job.plan_recent(config, gates, end=end, window=window, monitor_names=monitor_names)
     for start, stop, group in planned:
-        verdict = judge_window_steps(config, start, stop, group, source, mapper, config_path)
+        verdict = job.judge_window(
+            config,
+            gates,
+            start,
+            stop,
+            monitors=group,
+            source=source,
+            mapper=mapper,
+            # A retrain action runs the train deployment where one is registered, else
+            # the train flow as a subflow (flows/retrain.py); ``config_path`` is where
+            # ``config`` came from (that train flow loads it again).
+            launcher=partial(launch_retrain, config_path=config_path),
+            run_step=prefect_step,
+        )
         logger.info(
             "window %s..%s: %d rows, breached %s, actions %d (report %s)",
             start,

@@ -1,48 +1,41 @@
-"""Prefect flow ``validate_and_promote``: the promotion job's steps as tasks.
+"""Prefect flow ``validate-and-promote``: the promotion job's journey with its steps as tasks.
 
-Same functions as ``driftgate promote``; the flow adds the run history in the Prefect
-UI and a markdown artifact with the gate table.
+:func:`driftgate.jobs.promote.run_promotion` runs its steps (``evaluate-gates``,
+``record-gate``, ``move-champion``) through the flows' step runner
+(:mod:`driftgate.flows.steps`), the same function as ``driftgate promote``; the flow adds
+the run history in the Prefect UI, a markdown artifact with the gate table, and, for a
+retrain whose monitor says ``approval: required``, a person to ask: the run pauses with
+a form (:func:`ask_in_prefect_ui`), and :func:`driftgate.jobs.retrain.decide_approval`
+decides, as it does wherever a retrain runs.
 """
 
 from __future__ import annotations
 
-from prefect import flow, get_run_logger, task
+from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
-from prefect.cache_policies import NO_CACHE
 from prefect.exceptions import FlowPauseTimeout
 from prefect.flow_runs import pause_flow_run
 from prefect.input import RunInput
 from pydantic import Field
 
-from driftgate.config import ProjectConfig, load_config
-from driftgate.core.errors import DriftgateError
+from driftgate.config import load_config
+from driftgate.flows.steps import prefect_step
 from driftgate.gates.config import load_gate_config
 from driftgate.gates.result import GateResult
 from driftgate.jobs import promote as job
 from driftgate.jobs import retrain as retrain_job
 
 
-@task(name="evaluate-gates", cache_policy=NO_CACHE)
-def evaluate_gates_task(config: ProjectConfig, gates, candidate: str | None) -> GateResult:
-    return job.evaluate_gates(config, gates, candidate)
-
-
-@task(name="record-gate", cache_policy=NO_CACHE)
-def record_gate_task(config: ProjectConfig, result: GateResult) -> dict:
-    folder = config.home_dir / "reports" / f"promote-{result.model_name}-v{result.candidate}"
-    files = result.write(folder)
-    job.record_gate(config, result, files)
+def publish_gate(result: GateResult) -> None:
+    """The recorded gate in the run's log and as a markdown artifact (the Prefect UI)."""
+    get_run_logger().info(
+        "gate for %s v%s:\n%s", result.model_name, result.candidate, result.table()
+    )
     create_markdown_artifact(
         key=f"gate-{result.model_name}-v{result.candidate}".lower().replace("_", "-"),
         markdown=result.markdown(),
         description="driftgate promotion gate",
     )
-    return {kind: str(path) for kind, path in files.items()}
-
-
-@task(name="move-champion", cache_policy=NO_CACHE)
-def promote_task(config: ProjectConfig, result: GateResult) -> str | None:
-    return job.promote(config, result)
 
 
 class Approval(RunInput):
@@ -53,35 +46,18 @@ class Approval(RunInput):
     by: str = Field(min_length=1, description="your name")
 
 
-class ApprovalTimeout(DriftgateError, RuntimeError):
-    """Nobody approved or rejected a candidate in time: it is not promoted."""
-
-
-def wait_for_approval(
-    config: ProjectConfig, result: GateResult, retrain_id: str, timeout_s: int
-) -> Approval:
+def ask_in_prefect_ui(brief: str, timeout_s: int) -> retrain_job.Answer | None:
     """Pause this flow run until a person approves or rejects the candidate (a form in
-    the Prefect UI with the drift evidence and the gate report), at most ``timeout_s``;
-    the decision, or the timeout, is recorded on the retrain, its review and the version."""
-    brief = retrain_job.approval_brief(config, retrain_id, result.markdown())
+    the Prefect UI whose description is ``brief``: the drift evidence and the gate
+    report), at most ``timeout_s``; None when nobody answered in time."""
     try:
         answer = pause_flow_run(
             wait_for_input=Approval.with_initial_data(description=brief, approve=False),
             timeout=timeout_s,
         )
     except FlowPauseTimeout:
-        reason = f"no decision within {timeout_s} s"
-        retrain_job.record_decision(
-            config, retrain_id, result.candidate, decision="timed out", by="-", reason=reason
-        )
-        raise ApprovalTimeout(
-            f"{result.model_name} v{result.candidate} passed the gate; {reason}: not promoted"
-        ) from None
-    decision = "approved" if answer.approve else "rejected"
-    retrain_job.record_decision(
-        config, retrain_id, result.candidate, decision=decision, by=answer.by, reason=answer.reason
-    )
-    return answer
+        return None
+    return retrain_job.Answer(approve=answer.approve, by=answer.by, reason=answer.reason)
 
 
 @flow(name="validate-and-promote")
@@ -90,37 +66,32 @@ def validate_and_promote(
     candidate: str | None = None,
     gates_path: str | None = None,
     retrain_id: str | None = None,
-    approval_timeout_s: int | None = None,
+    wait_for_person: bool = True,
 ) -> dict:
     """Evaluate every gate on ``candidate`` (default: latest) and promote it if all pass.
 
     A failed gate is a completed flow run whose result says ``promoted: False`` (the
-    gate did its job); registry errors fail the run. With ``approval_timeout_s`` (a
-    retrain whose monitor says ``approval: required``), a candidate that passes waits
-    for a person (:func:`wait_for_approval`) and is promoted only if approved.
+    gate did its job); registry errors fail the run. A retrain's candidate
+    (``retrain_id``) is gated on the retrain's data version and approved as
+    :func:`driftgate.jobs.retrain.decide_approval` says: with ``approval: required`` a
+    candidate that passes waits for a person (:func:`ask_in_prefect_ui`) when
+    ``wait_for_person`` (False in a drift check's subflow: nothing waits there).
     """
-    logger = get_run_logger()
     config = load_config(config_path)
+    approve = None
     if retrain_id is not None:  # scored on the data version the retrain trained on
         config = retrain_job.retrain_config(config, retrain_id)
+        retrain = retrain_job.load_retrain(config, retrain_id)
+        approve = retrain_job.approver(
+            config, retrain, ask_in_prefect_ui if wait_for_person else None
+        )
     gates = load_gate_config(gates_path or config.gates)
-    result = evaluate_gates_task(config, gates, candidate)
-    logger.info("gate for %s v%s:\n%s", result.model_name, result.candidate, result.table())
-    files = record_gate_task(config, result)
-    promote = result.passed
-    decision = None
-    if promote and approval_timeout_s is not None and retrain_id is not None:
-        answer = wait_for_approval(config, result, retrain_id, approval_timeout_s)
-        promote, decision = answer.approve, "approved" if answer.approve else "rejected"
-    previous = promote_task(config, result) if promote else None
-    return {
-        "model_name": result.model_name,
-        "candidate": result.candidate,
-        "champion_before": result.champion,
-        "passed": result.passed,
-        "promoted": promote,
-        "decision": decision,
-        "previous_champion": previous,
-        "failed_checks": [c.name for c in result.failures],
-        "reports": files,
-    }
+    outcome = job.run_promotion(
+        config,
+        gates,
+        candidate,
+        approve=approve,
+        run_step=prefect_step,
+        on_gate_recorded=publish_gate,
+    )
+    return outcome.summary()

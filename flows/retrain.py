@@ -2,18 +2,21 @@
 (:data:`driftgate.jobs.retrain.Launcher`) that the drift-check flow and the CLI hand to
 the drift check.
 
+The launcher chooses only where the retrain runs; what runs is always the one retrain
+journey, :func:`driftgate.jobs.retrain.run_retrain` (its data, the training steps, the
+gate, :func:`driftgate.jobs.retrain.decide_approval`, the outcome).
+
 With a Prefect server configured (``PREFECT_API_URL`` or the active profile) that has
 the ``train/<model>`` deployment (``driftgate deploy``), it creates a run of that
-deployment (``promote=True``, the retrain's id) and returns at once: a worker trains,
-the train flow gates the candidate and records the outcome
-(:func:`driftgate.jobs.retrain.record_outcome`). Otherwise, inside a flow run (the
-drift-check flow on embedded defaults, Prefect's local mode, as ``driftgate demo`` runs
-it), the ``train`` flow runs here as a subflow, so the retrain is a flow run in the
-Prefect UI beside the drift check that started it; a retrain whose monitor says
-``approval: required`` and every call outside a flow run (``driftgate drift-check``)
-run the train and promotion jobs in process (:func:`driftgate.jobs.retrain.run_locally`):
-no server is ever started for it, so the CLI stays off Prefect's temporary server, and
-nothing waits in a drift check for a person.
+deployment (``promote=True``, the retrain's id) and returns at once: a worker runs the
+train flow, which runs the journey (and, with ``approval: required``, waits for a
+person). Otherwise, inside a flow run (the drift-check flow on embedded defaults,
+Prefect's local mode, as ``driftgate demo`` runs it), the ``train`` flow runs here as a
+subflow, so the retrain is a flow run in the Prefect UI beside the drift check that
+started it; every call outside a flow run (``driftgate drift-check``) runs the journey
+in process (:func:`driftgate.jobs.retrain.run_locally`): no server is ever started for
+it, so the CLI stays off Prefect's temporary server. Neither waits for a person inside
+a drift check: a candidate that needs approval is left for one to promote.
 """
 
 from __future__ import annotations
@@ -53,18 +56,15 @@ def launch(config: ProjectConfig, retrain: Retrain, config_path: str | None = No
     if prefect_api_url() is None or not deployment_exists(name):
         if prefect_api_url() is not None:
             log.warning("no Prefect deployment %s (driftgate deploy): retraining here", name)
-        if in_flow_run() and retrain.approval_timeout_s is None:
+        if in_flow_run():
             return run_train_subflow(config, retrain, config_path)
         return job.run_locally(config, retrain)
     from prefect.deployments import run_deployment
 
     flow_run = run_deployment(
         name,
-        parameters={
-            "promote": True,
-            "retrain_id": retrain.id,
-            "approval_timeout_s": retrain.approval_timeout_s,  # None: no approval
-        },
+        # The retrain's row says whether a person approves it: nothing else to pass.
+        parameters={"promote": True, "retrain_id": retrain.id},
         timeout=0,  # do not wait: the train flow records the outcome
         tags=["driftgate", "retrain", f"monitor:{retrain.monitor}"],
     )

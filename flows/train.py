@@ -1,51 +1,49 @@
-"""Prefect flow ``train``: the training job's steps as tasks, nothing more.
+"""Prefect flow ``train``: the training job's journey with its steps as tasks, nothing more.
 
-Each task calls one function of :mod:`driftgate.jobs.train`; ``driftgate train``
-calls the same functions without Prefect, so the flow adds orchestration (retries,
-the run's history in the Prefect UI) and no behaviour of its own. Tasks are not
-cached: their inputs are data frames and models, and a training run must re-run.
+:func:`driftgate.jobs.train.run_training` runs its steps (``prepare-data``,
+``fit-model``, ``evaluate-model``, ``register-model``) through the flows' step runner
+(:mod:`driftgate.flows.steps`), one task each; ``driftgate train`` runs the same
+function without Prefect, so the flow adds orchestration (the run's history in the
+Prefect UI) and no behaviour of its own.
 """
 
 from __future__ import annotations
 
-from prefect import flow, get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from functools import partial
+
+from prefect import flow, get_run_logger
+from prefect.context import FlowRunContext
 
 from driftgate.config import ProjectConfig, load_config
+from driftgate.flows.steps import prefect_step
 from driftgate.jobs import retrain as retrain_job
 from driftgate.jobs import train as job
+from driftgate.stores.retrains import Retrain
+from driftgate.training.train import EpochRecord
 
 
-@task(name="prepare-data", cache_policy=NO_CACHE)
-def prepare_data_task(config: ProjectConfig) -> job.PreparedData:
-    return job.prepare_data(config)
+def log_epoch(record: EpochRecord) -> None:
+    """Each epoch in the ``fit-model`` task's log (the Prefect UI shows it)."""
+    get_run_logger().info(
+        "epoch %d: train_loss %.4f val_loss %.4f",
+        record.epoch,
+        record.train_loss,
+        record.val_loss,
+    )
 
 
-@task(name="fit-model", cache_policy=NO_CACHE)
-def fit_model_task(config: ProjectConfig, data: job.PreparedData):
-    logger = get_run_logger()
+def gate_in_subflow(
+    config: ProjectConfig, retrain: Retrain, candidate: str, *, config_path: str | None
+) -> dict:
+    """A retrain's gate (:data:`driftgate.jobs.retrain.Gate`) as the ``validate-and-promote``
+    subflow. A person is waited for only when this train run is a run of its own (a
+    deployment's), never when it is itself a subflow of a drift check."""
+    from driftgate.flows.promote import validate_and_promote
 
-    def report(record) -> None:
-        logger.info(
-            "epoch %d: train_loss %.4f val_loss %.4f",
-            record.epoch,
-            record.train_loss,
-            record.val_loss,
-        )
-
-    return job.fit_model(config, data, on_epoch=report)
-
-
-@task(name="evaluate-model", cache_policy=NO_CACHE)
-def evaluate_model_task(config: ProjectConfig, data: job.PreparedData, result) -> dict[str, float]:
-    return job.evaluate_model(config, data, result)
-
-
-@task(name="register-model", cache_policy=NO_CACHE)
-def register_model_task(
-    config: ProjectConfig, data: job.PreparedData, result, metrics: dict[str, float]
-) -> job.TrainingOutcome:
-    return job.register_model(config, data, result, metrics)
+    own_run = FlowRunContext.get().flow_run.parent_task_run_id is None
+    return validate_and_promote(
+        config_path=config_path, candidate=candidate, retrain_id=retrain.id, wait_for_person=own_run
+    )
 
 
 @flow(name="train", log_prints=True)
@@ -59,47 +57,34 @@ def train_flow(
 
     With ``promote=True`` the new version goes straight through ``validate-and-promote``
     (a subflow). ``retrain_id``: the run was started by a ``retrain`` monitor action
-    (:mod:`driftgate.flows.retrain`); its outcome, or its failure, is recorded on the
-    retrain and its review; ``approval_timeout_s``: its monitor says ``approval:
-    required``, so a candidate that passes the gate waits that long for a person.
+    (:mod:`driftgate.flows.retrain`): it is that retrain's journey,
+    :func:`driftgate.jobs.retrain.run_retrain` (always gated, whatever ``promote``
+    says), which records its outcome or its failure on the retrain and its review.
+    ``approval_timeout_s`` is ignored: the retrain's own row says whether a person
+    approves it and how long they are waited for; the parameter stays so that runs
+    created by an older launcher still start.
     Returns a JSON-able summary (run id, model version, metrics, gate).
     """
     config = load_config(config_path)
-    try:
-        if retrain_id is not None:  # the configured data plus the breaching window
-            config = retrain_job.retrain_config(config, retrain_id)
-        data = prepare_data_task(config)
-        result = fit_model_task(config, data)
-        metrics = evaluate_model_task(config, data, result)
-        outcome = register_model_task(config, data, result, metrics)
-        registered = outcome.registered
+    if retrain_id is not None:
+        retrained = retrain_job.run_retrain(
+            config,
+            retrain_id,
+            run_step=prefect_step,
+            on_epoch=log_epoch,
+            gate=partial(gate_in_subflow, config_path=config_path),
+        )
+        outcome, gate = retrained.training, retrained.gate
+    else:
+        outcome = job.run_training(config, on_epoch=log_epoch, run_step=prefect_step)
         gate = None
         if promote:
             from driftgate.flows.promote import validate_and_promote
 
             gate = validate_and_promote(
-                config_path=config_path,
-                candidate=registered.version,
-                retrain_id=retrain_id,
-                approval_timeout_s=approval_timeout_s,
+                config_path=config_path, candidate=outcome.registered.version
             )
-    except Exception as exc:
-        if retrain_id is not None:
-            retrain_job.fail_retrain(config, retrain_id, f"{type(exc).__name__}: {exc}")
-        raise
-    if retrain_id is not None:
-        if gate is None:
-            retrain_job.fail_retrain(config, retrain_id, "trained without the gate (promote=False)")
-        else:
-            retrain_job.record_outcome(
-                config,
-                retrain_id,
-                run_id=registered.run_id,
-                candidate=registered.version,
-                passed=gate["passed"],
-                promoted=gate["promoted"],
-                gate_report=retrain_job.gate_report_of(registered.run_id, gate["reports"]),
-            )
+    registered = outcome.registered
     return {
         "gate": gate,
         "model_name": registered.model_name,

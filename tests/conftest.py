@@ -82,6 +82,27 @@ def project_config(project_dir):
     return load_config(project_dir / "driftgate.yaml")
 
 
+class StepRecorder:
+    """A job's step runner (:mod:`driftgate.jobs.steps`) that runs each step here and
+    keeps its name and result, in the order the job ran them."""
+
+    def __init__(self) -> None:
+        self.steps: list[tuple[str, object]] = []
+
+    def __call__(self, name, fn, /, *args, **kwargs):
+        result = fn(*args, **kwargs)
+        self.steps.append((name, result))
+        return result
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.steps)
+
+    def result(self, name: str):
+        (found,) = [result for step, result in self.steps if step == name]
+        return found
+
+
 @dataclass
 class TrainedModel:
     config: object
@@ -90,24 +111,28 @@ class TrainedModel:
     metrics: dict
     outcome: object
     aliases_after_registration: dict  # other tests later move aliases in this shared store
+    steps: tuple[str, ...] = ()  # the training journey's steps, as it ran them
 
 
 @pytest.fixture(scope="session")
 def trained_model(project_config) -> TrainedModel:
-    """The training job's steps run once, keeping the in-memory model for comparisons."""
+    """The training journey run once, keeping each step's result (the in-memory model
+    for comparisons)."""
     from driftgate.jobs import train as job
 
-    data = job.prepare_data(project_config)
-    result = job.fit_model(project_config, data, on_epoch=None)
-    metrics = job.evaluate_model(project_config, data, result)
-    outcome = job.register_model(project_config, data, result, metrics)
+    recorder = StepRecorder()
+    outcome = job.run_training(project_config, on_epoch=None, run_step=recorder)
+    data, result = recorder.result("prepare-data"), recorder.result("fit-model")
+    metrics = recorder.result("evaluate-model")
     from mlflow import MlflowClient
 
     client = MlflowClient(
         tracking_uri=project_config.tracking.uri, registry_uri=project_config.tracking.uri
     )
     aliases = dict(client.get_registered_model(project_config.model.name).aliases)
-    return TrainedModel(project_config, data, result, metrics, outcome, aliases)
+    return TrainedModel(
+        project_config, data, result, metrics, outcome, aliases, steps=recorder.names
+    )
 
 
 def mlflow_client(uri: str):

@@ -277,3 +277,111 @@ def test_the_cycle_check_catches_a_lazy_cycle(tmp_path):
     assert cycles(import_graph(modules)) == [
         ["driftgate.monitors.first", "driftgate.monitors.second"]
     ]
+
+
+# -- each journey once (issue 27) ------------------------------------------------------
+# A job writes its journey as ``run_step("name", step_function, ...)`` calls; a flow runs
+# the job with its step runner. A flow that called a step function itself, or made a
+# Prefect task of its own, would be a second copy of the journey.
+JOURNEY_JOBS = ("driftgate.jobs.train", "driftgate.jobs.drift_check", "driftgate.jobs.promote")
+# Prefect tasks that are not steps of a journey: the Dask mapper's one task per cell.
+OWN_TASK_MODULES = {"driftgate.flows.steps", "driftgate.flows.drift_check"}
+
+
+def step_functions(path: Path) -> set[str]:
+    """Names of the functions a job passes to ``run_step``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {
+        node.args[1].id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "run_step"
+        and len(node.args) > 1
+        and isinstance(node.args[1], ast.Name)
+    }
+
+
+def steps_called_outside_the_runner(
+    modules: list[tuple[str, Path]], steps: dict[str, set[str]]
+) -> list[str]:
+    """Where a module names a journey's step function (imported, or on the job module)."""
+    problems = []
+    for module, path in modules:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        job_aliases: dict[str, str] = {}  # local name -> job module
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module in steps:
+                problems += [
+                    f"{module}:{node.lineno} imports step {node.module}.{alias.name}"
+                    for alias in node.names
+                    if alias.name in steps[node.module]
+                ]
+            elif isinstance(node, ast.ImportFrom) and node.module == "driftgate.jobs":
+                for alias in node.names:
+                    if f"driftgate.jobs.{alias.name}" in steps:
+                        job_aliases[alias.asname or alias.name] = f"driftgate.jobs.{alias.name}"
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name in steps and alias.asname:
+                        job_aliases[alias.asname] = alias.name
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in job_aliases
+                and node.attr in steps[job_aliases[node.value.id]]
+            ):
+                problems.append(
+                    f"{module}:{node.lineno} calls step {job_aliases[node.value.id]}.{node.attr}"
+                )
+        if module not in OWN_TASK_MODULES:
+            problems += [
+                f"{module}:{node.lineno} makes a Prefect task of its own"
+                for node in ast.walk(tree)
+                if isinstance(node, ast.ImportFrom)
+                and node.module == "prefect"
+                and any(alias.name == "task" for alias in node.names)
+            ]
+    return problems
+
+
+def journey_steps() -> dict[str, set[str]]:
+    by_module = dict(source_modules())
+    return {job: step_functions(by_module[job]) for job in JOURNEY_JOBS}
+
+
+def test_each_job_runs_its_journey_through_the_step_runner():
+    steps = journey_steps()
+    assert steps["driftgate.jobs.train"] == {
+        "prepare_data",
+        "fit_model",
+        "evaluate_model",
+        "register_model",
+    }
+    assert {"read", "validate", "summarise", "decide", "record", "act"} == steps[
+        "driftgate.jobs.drift_check"
+    ]
+    assert steps["driftgate.jobs.promote"] == {"evaluate_gates", "write_gate_reports", "promote"}
+
+
+def test_flows_run_the_jobs_journeys_and_never_a_step_of_their_own():
+    flows = [(m, p) for m, p in source_modules() if m.startswith("driftgate.flows")]
+    problems = steps_called_outside_the_runner(flows, journey_steps())
+    assert not problems, "a flow reimplements a journey:\n" + "\n".join(problems)
+
+
+def test_the_journey_check_catches_a_flow_calling_a_step(tmp_path):
+    flow = tmp_path / "train.py"
+    flow.write_text(
+        "from prefect import flow, task\n"
+        "from driftgate.jobs import train as job\n"
+        "from driftgate.jobs.promote import evaluate_gates\n"
+        "def f(config):\n    return job.fit_model(config)\n"
+    )
+    problems = steps_called_outside_the_runner([("driftgate.flows.train", flow)], journey_steps())
+    assert problems == [
+        "driftgate.flows.train:3 imports step driftgate.jobs.promote.evaluate_gates",
+        "driftgate.flows.train:5 calls step driftgate.jobs.train.fit_model",
+        "driftgate.flows.train:1 makes a Prefect task of its own",
+    ]

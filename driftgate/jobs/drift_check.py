@@ -45,6 +45,7 @@ from driftgate.config import ProjectConfig
 from driftgate.core.yamlconfig import ConfigError
 from driftgate.gates.config import GateConfig
 from driftgate.jobs.retrain import Launcher, start_retrain
+from driftgate.jobs.steps import StepRunner, call_step
 from driftgate.monitors.actions import ActionPorts, ActionRequest, ActionTaken, take_action
 from driftgate.monitors.durations import parse_duration
 from driftgate.monitors.hysteresis import Firing
@@ -912,6 +913,9 @@ def _post(webhook: str, request: ActionRequest, action: str, review_id: str | No
 
 
 # -- the pipeline --------------------------------------------------------------------
+STEPS = ("read-window", "validate-window", "summarise-window", "decide", "record", "act")
+
+
 def judge_window(
     config: ProjectConfig,
     gates: GateConfig,
@@ -922,20 +926,23 @@ def judge_window(
     source: str | None = None,
     mapper: Mapper | None = None,
     launcher: Launcher | None = None,
+    run_step: StepRunner = call_step,
 ) -> WindowVerdict:
     """Judge ``[start, end)`` with ``monitors`` (default: all of the gate config) and act.
 
-    ``mapper``: where the window's cells are summarised (see :func:`summarise`);
-    ``launcher``: where a ``retrain`` action's retrain runs (see :func:`act`).
+    The six steps of :data:`STEPS`, in order, each through ``run_step`` (here, or a
+    Prefect task of the drift-check flow: :mod:`driftgate.jobs.steps`). ``mapper``:
+    where the window's cells are summarised (see :func:`summarise`); ``launcher``: where
+    a ``retrain`` action's retrain runs (see :func:`act`).
     """
     monitors = list(gates.monitors if monitors is None else monitors)
-    window = read(config, start, end, source=source)
+    window = run_step("read-window", read, config, start, end, source=source)
     try:  # the lease on the window holds until the actions are taken
-        contract_result = validate(config, window, monitors)
-        counts = summarise(config, window, mapper)
-        decision = decide(config, window, counts, contract_result, monitors)
-        verdict = record(config, window, decision, contract_result, monitors)
-        return act(config, verdict, monitors, launcher)
+        contract_result = run_step("validate-window", validate, config, window, monitors)
+        counts = run_step("summarise-window", summarise, config, window, mapper)
+        decision = run_step("decide", decide, config, window, counts, contract_result, monitors)
+        verdict = run_step("record", record, config, window, decision, contract_result, monitors)
+        return run_step("act", act, config, verdict, monitors, launcher)
     finally:
         window.close()
 

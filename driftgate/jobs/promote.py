@@ -1,7 +1,9 @@
 """The promotion job: evaluate every gate on a candidate, record it, move the aliases.
 
-``driftgate promote`` (CI) and the Prefect flow ``validate_and_promote`` call these
-functions. No Prefect here, and no MLflow outside :mod:`driftgate.registry`.
+:func:`run_promotion` is the journey, its named steps (:data:`STEPS`) run through a step
+runner (:mod:`driftgate.jobs.steps`): ``driftgate promote`` (CI) calls them directly,
+the Prefect flow ``validate-and-promote`` runs each as a task of that name. No Prefect
+here, and no MLflow outside :mod:`driftgate.registry`.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,6 +27,7 @@ from driftgate.gates.config import GateConfig
 from driftgate.gates.metrics import evaluate_metric_gate
 from driftgate.gates.result import CheckResult, GateResult
 from driftgate.jobs.data import PreparedData, prepare_data
+from driftgate.jobs.steps import StepRunner, call_step
 from driftgate.training.evaluate import TASK_METRICS, task_metrics
 from driftgate.training.flavour import (
     TRAIN,
@@ -40,11 +44,42 @@ SPLITS = {"val": "validation", "test": "test"}
 
 
 @dataclass(frozen=True)
+class Approval:
+    """Whether a candidate that passed the gate replaces the champion, and why."""
+
+    promote: bool
+    decision: str | None = None  # a person's ("approved", "rejected"); None: nobody asked
+    note: str | None = None  # what the outcome says of it (how a person can still promote)
+
+
+# A second say after the gate, for a candidate that passed it (a retrain's approval:
+# :func:`driftgate.jobs.retrain.decide_approval`); without one the gate alone decides.
+Approve = Callable[[GateResult], Approval]
+
+
+@dataclass(frozen=True)
 class PromotionOutcome:
     result: GateResult
     promoted: bool
     previous_champion: str | None
     report_files: dict[str, Path]
+    approval: Approval | None = None
+
+    def summary(self) -> dict:
+        """JSON-able: what the ``validate-and-promote`` flow returns and a retrain records."""
+        result = self.result
+        return {
+            "model_name": result.model_name,
+            "candidate": result.candidate,
+            "champion_before": result.champion,
+            "passed": result.passed,
+            "promoted": self.promoted,
+            "decision": self.approval.decision if self.approval else None,
+            "note": self.approval.note if self.approval else None,
+            "previous_champion": self.previous_champion,
+            "failed_checks": [c.name for c in result.failures],
+            "reports": {kind: str(path) for kind, path in self.report_files.items()},
+        }
 
 
 def check_gates_for_task(gates: GateConfig, task: str, where: str = "gates.yaml") -> None:
@@ -296,25 +331,47 @@ def gate_verdict(result: GateResult, evaluated_at: str, report_uri: str) -> str:
     return f"{text} Report: {report_uri}"
 
 
+STEPS = ("evaluate-gates", "record-gate", "move-champion")
+
+
 def run_promotion(
     config: ProjectConfig,
     gates: GateConfig,
     candidate: str | None = None,
     report_dir: Path | None = None,
-    promote_if_passed: bool = True,
+    *,
+    approve: Approve | None = None,
+    run_step: StepRunner = call_step,
+    on_gate_recorded: Callable[[GateResult], None] | None = None,
 ) -> PromotionOutcome:
     """Evaluate, write reports, record them on the candidate, and promote only if all pass
-    (and ``promote_if_passed``: False leaves a passing candidate for a person)."""
-    result = evaluate_gates(config, gates, candidate)
+    (and ``approve``, when given, lets it through). The steps of :data:`STEPS`, in order,
+    through ``run_step`` (here, or Prefect tasks); ``on_gate_recorded``: what the caller
+    shows people of the recorded gate (the flow: a markdown artifact)."""
+    result = run_step("evaluate-gates", evaluate_gates, config, gates, candidate)
+    files = run_step("record-gate", write_gate_reports, config, result, report_dir)
+    if on_gate_recorded is not None:
+        on_gate_recorded(result)
+    approval = None
+    if result.passed and approve is not None:
+        approval = approve(result)
+    promoted, previous = False, None
+    if result.passed and (approval is None or approval.promote):
+        promoted, previous = True, run_step("move-champion", promote, config, result)
+    return PromotionOutcome(result, promoted, previous, files, approval)
+
+
+def write_gate_reports(
+    config: ProjectConfig, result: GateResult, report_dir: Path | None = None
+) -> dict[str, Path]:
+    """The gate's reports (table, JSON, JUnit, Markdown) in ``report_dir`` (default: the
+    candidate's folder under ``home/reports``), recorded on the candidate."""
     folder = report_dir or (
         config.home_dir / "reports" / f"promote-{result.model_name}-v{result.candidate}"
     )
     files = result.write(folder)
     record_gate(config, result, files)
-    promoted, previous = False, None
-    if result.passed and promote_if_passed:
-        promoted, previous = True, promote(config, result)
-    return PromotionOutcome(result, promoted, previous, files)
+    return files
 
 
 GATE_ARTIFACT_FOLDER = "gates"

@@ -4,16 +4,19 @@
 over by the drift check's ``act`` step. It claims the model's retrain slot in the
 retrain store (:mod:`driftgate.stores.retrains`: one retrain per breach, at most one in
 flight per model, a lease that expires), then hands the claimed retrain to a
-*launcher*:
+*launcher*, which chooses where the one retrain journey, :func:`run_retrain`, runs:
 
-- :func:`run_locally` (the default, and the fallback): :func:`jobs.train.run_training`
-  then :func:`jobs.promote.run_promotion` on the new version, synchronously, inside the
-  drift check, with no Prefect;
+- :func:`run_locally` (the default, and the fallback): in this process, synchronously,
+  inside the drift check, with no Prefect;
 - ``driftgate.flows.retrain.launch`` (what the drift-check flow and the CLI hand over):
   a run of the ``train/<model>`` deployment when a Prefect server has one registered
-  (``driftgate deploy``), without waiting for it; the train flow records the outcome
-  (:func:`record_outcome`) when it ends. Without a server, or without that deployment,
-  it falls back to :func:`run_locally`.
+  (``driftgate deploy``), without waiting for it; else a ``train`` subflow inside a flow
+  run; else :func:`run_locally`. The train flow runs :func:`run_retrain` with its
+  steps as tasks.
+
+Wherever it runs, :func:`run_retrain` is the same steps, and :func:`decide_approval` the
+same rule for ``approval: required``: a person decides where one can be waited for (a
+deployment's run, paused), and nowhere else is the candidate promoted without one.
 
 The data (:mod:`driftgate.jobs.retrain_data`): the project's configured data, exactly
 as ``driftgate train`` reads it, with the breaching window's labelled records added to
@@ -31,17 +34,27 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from driftgate import registry
 from driftgate.config import ProjectConfig
+from driftgate.core.errors import DriftgateError
 from driftgate.core.redaction import redact_credentials
+from driftgate.gates.result import GateResult
 from driftgate.jobs.retrain_data import retrain_data
+from driftgate.jobs.steps import StepRunner, call_step
 from driftgate.monitors.actions import ActionRequest, RetrainStart
 from driftgate.monitors.rules import RetrainSettings
 from driftgate.stores.factories import retrain_store, review_store
 from driftgate.stores.retrains import IN_FLIGHT, Retrain
 from driftgate.stores.samples import to_utc
+
+if TYPE_CHECKING:
+    from driftgate.jobs.promote import Approval, Approve
+    from driftgate.jobs.train import TrainingOutcome
+    from driftgate.training.train import EpochRecord
 
 log = logging.getLogger(__name__)
 
@@ -121,51 +134,166 @@ def mark_launched(
         store.close()
 
 
-def run_locally(config: ProjectConfig, retrain: Retrain) -> Retrain:
-    """Train and gate in this process (no Prefect); returns the finished retrain.
+# (the config the retrain is gated with, the retrain, its candidate version) -> the
+# promotion's summary (:meth:`driftgate.jobs.promote.PromotionOutcome.summary`): the gate
+# in process (:func:`gate_in_process`), or the ``validate-and-promote`` subflow.
+Gate = Callable[[ProjectConfig, Retrain, str], dict]
 
-    With ``approval: required`` nobody can be waited for here: a candidate that passes
-    the gate is left unpromoted, and the outcome says how a person promotes it.
-    """
-    from driftgate.gates.config import load_gate_config
-    from driftgate.jobs.promote import gate_report_uri, run_promotion
-    from driftgate.jobs.train import run_training
 
-    mark_launched(config, retrain, LOCAL)
-    data = retrain_data(config, retrain.id, retrain.window)
-    config = data.config
-    log.info("retrain %s: training %s in process; %s", retrain.id, config.model.name, data.summary)
-    registered = run_training(config).registered
-    approval = retrain.approval_timeout_s is not None
-    promotion = run_promotion(
-        config, load_gate_config(config.gates), registered.version, promote_if_passed=not approval
-    )
-    waiting = approval and promotion.result.passed
-    return record_outcome(
+@dataclass(frozen=True)
+class RetrainRun:
+    """A retrain that ended with a gated candidate: as recorded, its training, its gate."""
+
+    retrain: Retrain
+    training: TrainingOutcome
+    gate: dict
+
+
+def run_retrain(
+    config: ProjectConfig,
+    retrain_id: str,
+    *,
+    run_step: StepRunner = call_step,
+    on_epoch: Callable[[EpochRecord], None] | None = None,
+    gate: Gate | None = None,
+) -> RetrainRun:
+    """The retrain journey, the same wherever it runs (in process, a subflow of the
+    drift check, a deployment's run): its data version (:mod:`.retrain_data`), the
+    training journey on it, the gate on it, then approval (:func:`decide_approval`)
+    and the outcome. ``run_step`` runs the training steps (here, or as Prefect tasks);
+    ``gate``: where the gate runs (default: :func:`gate_in_process`). A failure is
+    recorded on the retrain and its review (the model's slot freed), then raised.
+    ``on_epoch``: default, the training job's log line per epoch."""
+    # Imported here, as in the functions below: the drift check imports this module for
+    # its retrain port, and must not load torch (training, the gate) until it retrains.
+    from driftgate.jobs.train import log_epoch, run_training
+
+    retrain = load_retrain(config, retrain_id)
+    try:
+        data = retrain_data(config, retrain.id, retrain.window)
+        log.info("retrain %s: training %s; %s", retrain.id, config.model.name, data.summary)
+        training = run_training(data.config, on_epoch=on_epoch or log_epoch, run_step=run_step)
+        registered = training.registered
+        gated = (gate or gate_in_process)(data.config, retrain, registered.version)
+    except Exception as exc:
+        fail_retrain(config, retrain_id, f"{type(exc).__name__}: {exc}")
+        raise
+    retrain = record_outcome(
         config,
-        retrain.id,
+        retrain_id,
         run_id=registered.run_id,
         candidate=registered.version,
-        passed=promotion.result.passed,
-        promoted=promotion.promoted,
-        gate_report=gate_report_uri(registered.run_id, promotion.report_files["markdown"]),
-        detail=(
-            f"{data.summary}; approval required: a person promotes it with `driftgate "
-            f"promote --candidate {registered.version}`"
-            if waiting
-            else data.summary
-        ),
+        passed=gated["passed"],
+        promoted=gated["promoted"],
+        gate_report=gate_report_of(registered.run_id, gated["reports"]),
+        detail="; ".join(part for part in (data.summary, gated.get("note")) if part),
     )
+    return RetrainRun(retrain, training, gated)
+
+
+def gate_in_process(config: ProjectConfig, retrain: Retrain, candidate: str) -> dict:
+    """The promotion job on ``candidate`` here; nobody can be asked to approve it."""
+    from driftgate.gates.config import load_gate_config
+    from driftgate.jobs.promote import run_promotion
+
+    outcome = run_promotion(
+        config,
+        load_gate_config(config.gates),
+        candidate,
+        approve=approver(config, retrain, ask=None),
+    )
+    return outcome.summary()
+
+
+def run_locally(config: ProjectConfig, retrain: Retrain) -> Retrain:
+    """The launcher that runs :func:`run_retrain` in this process (no Prefect); returns
+    the finished retrain, failed or not (:func:`run_retrain` recorded the failure)."""
+    mark_launched(config, retrain, LOCAL)
+    try:
+        return run_retrain(config, retrain.id).retrain
+    except Exception:  # the drift check goes on: its evidence and review stand
+        log.exception("retrain %s failed", retrain.id)
+        return load_retrain(config, retrain.id)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a person said of a retrained candidate."""
+
+    approve: bool
+    by: str
+    reason: str
+
+
+# (what the person reads, how long to wait, in seconds) -> their answer, or None when
+# nobody answered in time. Only a run that may wait has one (a Prefect flow run of its
+# own, paused: ``driftgate.flows.promote.ask_in_prefect_ui``).
+AskPerson = Callable[[str, int], Answer | None]
+
+
+class ApprovalTimeout(DriftgateError, RuntimeError):
+    """Nobody approved or rejected a candidate in time: it is not promoted."""
+
+
+def decide_approval(
+    config: ProjectConfig, retrain: Retrain, result: GateResult, ask: AskPerson | None
+) -> Approval:
+    """Whether a retrained candidate that passed the gate replaces the champion: the one
+    rule, wherever the retrain runs.
+
+    - ``approval: none``: the gate decided; promote.
+    - ``approval: required``, and a person can be asked (``ask``: a train flow run of
+      its own, a deployment's): their answer, recorded on the retrain, its review and
+      the version; nobody within ``approval_timeout``: ``timed out`` is recorded the same
+      way and :class:`ApprovalTimeout` raised (the retrain fails, its slot freed).
+    - ``approval: required``, and nobody can be asked (in process, or a subflow of a
+      drift check, which must not wait for a person): not promoted; the outcome says
+      how a person promotes it.
+    """
+    from driftgate.jobs.promote import Approval
+
+    timeout_s, candidate = retrain.approval_timeout_s, result.candidate
+    if timeout_s is None:
+        return Approval(promote=True)
+    if ask is None:
+        return Approval(
+            promote=False,
+            note=(
+                "approval required: a person promotes it with `driftgate promote "
+                f"--candidate {candidate}`"
+            ),
+        )
+    answer = ask(approval_brief(config, retrain.id, result.markdown()), timeout_s)
+    if answer is None:
+        reason = f"no decision within {timeout_s} s"
+        record_decision(config, retrain.id, candidate, decision="timed out", by="-", reason=reason)
+        raise ApprovalTimeout(
+            f"{result.model_name} v{candidate} passed the gate; {reason}: not promoted"
+        )
+    decision = "approved" if answer.approve else "rejected"
+    record_decision(
+        config, retrain.id, candidate, decision=decision, by=answer.by, reason=answer.reason
+    )
+    return Approval(promote=answer.approve, decision=decision)
+
+
+def approver(config: ProjectConfig, retrain: Retrain, ask: AskPerson | None) -> Approve:
+    """:func:`decide_approval` for ``retrain``, as the promotion job's ``approve``."""
+    return lambda result: decide_approval(config, retrain, result, ask)
+
+
+def load_retrain(config: ProjectConfig, retrain_id: str) -> Retrain:
+    store = retrain_store(config)
+    try:
+        return store.get(retrain_id)
+    finally:
+        store.close()
 
 
 def retrain_config(config: ProjectConfig, retrain_id: str) -> ProjectConfig:
     """The config retrain ``retrain_id`` trains and is gated with: its data version
     (the configured data plus the window's labelled records), built on first use."""
-    store = retrain_store(config)
-    try:
-        retrain = store.get(retrain_id)
-    finally:
-        store.close()
+    retrain = load_retrain(config, retrain_id)
     return retrain_data(config, retrain.id, retrain.window).config
 
 
@@ -289,7 +417,7 @@ def _add_evidence(config: ProjectConfig, review_id: str | None, items: list[str]
 
 
 def gate_report_of(run_id: str, reports: dict) -> str:
-    """The gate report link from a promotion flow's ``reports`` (kind -> path)."""
+    """The gate report link from a promotion's ``reports`` (kind -> path)."""
     from driftgate.jobs.promote import gate_report_uri
 
     return gate_report_uri(run_id, Path(reports["markdown"]))

