@@ -54,9 +54,11 @@ from driftgate.monitors.rules import Monitor, MonitorResult, check_monitors_agai
 from driftgate.stores.control import fit_cause
 from driftgate.stores.factories import (
     control_store,
+    label_store,
     monitor_state_store,
     open_reader,
     review_store,
+    sample_store_at,
 )
 from driftgate.stores.samples import storable_time, time_before, to_utc
 
@@ -293,9 +295,7 @@ class WindowSamples:
 
     def chunks(self) -> Iterator[pd.DataFrame]:
         """Every row's profiled features, streamed from the store in chunks."""
-        from driftgate.stores.samples import SqlSampleStore
-
-        store = SqlSampleStore(self.store_url)
+        store = sample_store_at(self.store_url)
         try:
             yield from _stream(
                 store, self.start, self.end, dict(self.profile.schema), self.chunk_rows,
@@ -309,9 +309,7 @@ class WindowSamples:
         the window was read from files)."""
         if self.store_url is None:
             return
-        from driftgate.stores.samples import SqlSampleStore
-
-        store = SqlSampleStore(self.store_url)
+        store = sample_store_at(self.store_url)
         schema = dict(self.profile.schema)
         try:
             for chunk in store.iter_rejected(
@@ -326,10 +324,8 @@ class WindowSamples:
         lease_id, self.lease_id = self.lease_id, None
         if lease_id is None:
             return
-        from driftgate.stores.samples import SqlSampleStore
-
         try:
-            store = SqlSampleStore(self.store_url)
+            store = sample_store_at(self.store_url)
             try:
                 store.release(lease_id)
             finally:
@@ -568,7 +564,6 @@ def concentration_checked(
     """
     from driftgate.monitors.kinds import WindowEvidence, evaluate_all
     from driftgate.monitors.partitions import summarise_stream
-    from driftgate.stores.samples import SqlSampleStore
 
     by_name = {m.name: m for m in monitors}
     suspects = [
@@ -580,7 +575,7 @@ def concentration_checked(
         return results
     schema = dict(window.profile.schema)
     checked: dict[str, MonitorResult] = {}
-    store = SqlSampleStore(window.store_url)
+    store = sample_store_at(window.store_url)
     try:
         for result in suspects:
             features = list(result.breached_features)
@@ -629,12 +624,11 @@ def _labelled_outputs(config: ProjectConfig, window: WindowSamples):
     """The window's labelled records of the champion's version and their stored outputs
     (the performance monitors' port: the label store and the registry are adapters)."""
     from driftgate.monitors.kinds import LabelledOutputs
-    from driftgate.stores.labels import LabelStore
 
     task, classes = registry.version_outputs(
         config.tracking, window.model_name, window.model_version
     )
-    store = LabelStore(window.store_url)
+    store = label_store(config, window.store_url)
     try:
         labelled = store.labelled_window(
             window.start, window.end, model_version=window.model_version
@@ -1068,7 +1062,6 @@ def plan_rejudgements(
     hold more labels for the champion now than when they were last judged. Oldest
     first; empty when no performance monitor is selected."""
     from driftgate.stores._sql import is_sql_url
-    from driftgate.stores.labels import LabelStore
     from driftgate.stores.samples import utc_now
 
     monitors = [
@@ -1094,7 +1087,7 @@ def plan_rejudgements(
             for start, stop, counted in state.rejudgeable(name, version, monitor.name, since):
                 start, stop = to_utc(start), to_utc(stop)
                 if labels is None:
-                    labels = LabelStore(url, sqlite_synchronous=config.serving.sqlite_synchronous)
+                    labels = label_store(config)
                 if labels.count(start, stop, model_version=version) > counted:
                     windows.setdefault((start, stop), []).append(monitor)
     finally:

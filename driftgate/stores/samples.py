@@ -1384,10 +1384,12 @@ class FileSampleSource:
         return window.sort_values(TIMESTAMP, kind="stable").reset_index(drop=True)
 
 
-def open_sample_reader(location: str, timestamp_column: str = TIMESTAMP) -> SampleWindowReader:
+def open_sample_reader(
+    location: str, timestamp_column: str = TIMESTAMP, *, sqlite_synchronous: str = "FULL"
+) -> SampleWindowReader:
     """A window reader for a store URL (``sqlite:``/``postgresql:``) or a file/folder path."""
     if is_sql_url(location):
-        return SqlSampleStore(location)
+        return SqlSampleStore(location, sqlite_synchronous=sqlite_synchronous)
     return FileSampleSource(location, timestamp_column=timestamp_column)
 
 
