@@ -33,6 +33,7 @@ import math
 import os
 import tempfile
 import time
+import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -277,12 +278,26 @@ class WindowSamples:
     # Where a streamed window is read from, and its lease: plain data, so the window
     # pickles (Prefect's Dask runner ships the task context that holds it).
     store_url: str | None = None
+    sqlite_synchronous: str = "FULL"
     lease_id: str | None = None
     stream: bool = False  # True: summarise reads every row from the store in chunks
     chunk_rows: int = 0
     # Rejected records, overflow and requests of the window (sample store only; the
     # traffic monitors read it, monitors.traffic).
     traffic: object | None = None  # monitors.traffic.TrafficCounts
+
+    def __post_init__(self) -> None:
+        # The one sample store every read of the window shares (its chunks, rejected
+        # records, the concentration check, the lease), opened by :func:`read` and
+        # closed by :meth:`close`. Not fields, so that dataclasses.asdict never copies
+        # a connection pool, and never pickled: a copy opens its own on first use, once
+        # per process, and closes it when the copy is collected (nothing else closes a
+        # copy).
+        self._store = None
+        self._closer = None
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_store": None, "_closer": None}
 
     @property
     def rows(self) -> int:
@@ -293,45 +308,50 @@ class WindowSamples:
         """True when ``samples`` is an even sample of a larger window."""
         return self.stream
 
+    def use_store(self, store) -> None:
+        """Make ``store`` (a SqlSampleStore at ``store_url``) the window's store; the
+        window closes it."""
+        self._store = store
+        self._closer = weakref.finalize(self, store.close)
+
+    def store(self):
+        """The window's sample store: opened at most once per process."""
+        if self._store is None:
+            self.use_store(
+                sample_store_at(self.store_url, sqlite_synchronous=self.sqlite_synchronous)
+            )
+        return self._store
+
     def chunks(self) -> Iterator[pd.DataFrame]:
         """Every row's profiled features, streamed from the store in chunks."""
-        store = sample_store_at(self.store_url)
-        try:
-            yield from _stream(
-                store, self.start, self.end, dict(self.profile.schema), self.chunk_rows,
-                self.lease_id,
-            )  # fmt: skip
-        finally:
-            store.close()
+        yield from _stream(
+            self.store(), self.start, self.end, dict(self.profile.schema), self.chunk_rows,
+            self.lease_id,
+        )  # fmt: skip
 
     def rejected_chunks(self) -> Iterator[pd.DataFrame]:
         """The profiled features of the window's rejected records, in chunks (none when
         the window was read from files)."""
         if self.store_url is None:
             return
-        store = sample_store_at(self.store_url)
         schema = dict(self.profile.schema)
-        try:
-            for chunk in store.iter_rejected(
-                self.start, self.end, chunk_rows=self.chunk_rows or 100_000
-            ):
-                yield _features_frame(chunk, schema)
-        finally:
-            store.close()
+        for chunk in self.store().iter_rejected(
+            self.start, self.end, chunk_rows=self.chunk_rows or 100_000
+        ):
+            yield _features_frame(chunk, schema)
 
     def close(self) -> None:
-        """End the retention lease (if any); idempotent."""
+        """End the retention lease (if any) and close the window's store; idempotent."""
         lease_id, self.lease_id = self.lease_id, None
-        if lease_id is None:
-            return
         try:
-            store = sample_store_at(self.store_url)
-            try:
-                store.release(lease_id)
-            finally:
-                store.close()
+            if lease_id is not None:
+                self.store().release(lease_id)
         except Exception as exc:  # the lease expires on its own
             log.warning("retention lease on %s..%s not released: %s", self.start, self.end, exc)
+        finally:
+            closer, self._store, self._closer = self._closer, None, None
+            if closer is not None:
+                closer()  # once: a finalizer runs at most once
 
 
 @dataclass
@@ -373,9 +393,11 @@ def read(config: ProjectConfig, start, end, *, source: str | None = None) -> Win
         window.current = _features_frame(window.samples, schema)
         return window
     window.store_url = reader.url
-    window.lease_id = reader.lease(start, end)
+    window.sqlite_synchronous = config.serving.sqlite_synchronous
+    window.use_store(reader)  # every later read of the window goes through it
     window.chunk_rows = config.monitoring.partition_rows
     try:
+        window.lease_id = reader.lease(start, end)
         stats = reader.window_stats(start, end)
         window.row_count = stats.rows
         window.estimated_records = stats.estimated_records
@@ -391,8 +413,6 @@ def read(config: ProjectConfig, start, end, *, source: str | None = None) -> Win
     except BaseException:
         window.close()
         raise
-    finally:
-        reader.close()
     return window
 
 
@@ -575,48 +595,45 @@ def concentration_checked(
         return results
     schema = dict(window.profile.schema)
     checked: dict[str, MonitorResult] = {}
-    store = sample_store_at(window.store_url)
-    try:
-        for result in suspects:
-            features = list(result.breached_features)
-            tallies = store.missing_by_client(window.start, window.end, features)
-            if len(tallies) < 2:
-                continue
-            sent = {c: sum(t.missing.values()) for c, t in tallies.items()}
-            top = max(sent, key=lambda c: (sent[c], c))
-            if sent[top] == 0:
-                continue
-            rest = summarise_stream(
-                window.profile,
-                _stream(store, window.start, window.end, schema, window.chunk_rows or 100_000,
-                        window.lease_id, without_client=top),
-            )  # fmt: skip
-            evidence = WindowEvidence(
-                profile=window.profile,
-                counts=rest,
-                with_rejected=lambda counts=rest: _with_rejected(window, counts),
-            )
-            [again] = evaluate_all([by_name[result.monitor]], evidence)
-            if again.breached:
-                continue  # broad: it holds without the client, so it pauses
-            per_feature = ", ".join(
-                f"{tallies[top].missing[f]} of {sum(t.missing[f] for t in tallies.values())} "
-                f"missing values in {f}"
-                for f in features
-            )
-            without = "not breached" if again.status == "ok" else again.status
-            text = (
-                f"client {top} sent {per_feature}; without its {tallies[top].rows} rows "
-                f"{result.metric} is {without}: {PAUSE_ACTION} downgraded to {REVIEW_ACTION}"
-            )
-            log.warning("%s: %s", result.monitor, text)
-            checked[result.monitor] = dataclasses.replace(
-                result,
-                action=REVIEW_ACTION,
-                details={**result.details, "concentration": text, "concentrated_client": top},
-            )
-    finally:
-        store.close()
+    store = window.store()  # the window's: its reads share one store
+    for result in suspects:
+        features = list(result.breached_features)
+        tallies = store.missing_by_client(window.start, window.end, features)
+        if len(tallies) < 2:
+            continue
+        sent = {c: sum(t.missing.values()) for c, t in tallies.items()}
+        top = max(sent, key=lambda c: (sent[c], c))
+        if sent[top] == 0:
+            continue
+        rest = summarise_stream(
+            window.profile,
+            _stream(store, window.start, window.end, schema, window.chunk_rows or 100_000,
+                    window.lease_id, without_client=top),
+        )  # fmt: skip
+        evidence = WindowEvidence(
+            profile=window.profile,
+            counts=rest,
+            with_rejected=lambda counts=rest: _with_rejected(window, counts),
+        )
+        [again] = evaluate_all([by_name[result.monitor]], evidence)
+        if again.breached:
+            continue  # broad: it holds without the client, so it pauses
+        per_feature = ", ".join(
+            f"{tallies[top].missing[f]} of {sum(t.missing[f] for t in tallies.values())} "
+            f"missing values in {f}"
+            for f in features
+        )
+        without = "not breached" if again.status == "ok" else again.status
+        text = (
+            f"client {top} sent {per_feature}; without its {tallies[top].rows} rows "
+            f"{result.metric} is {without}: {PAUSE_ACTION} downgraded to {REVIEW_ACTION}"
+        )
+        log.warning("%s: %s", result.monitor, text)
+        checked[result.monitor] = dataclasses.replace(
+            result,
+            action=REVIEW_ACTION,
+            details={**result.details, "concentration": text, "concentrated_client": top},
+        )
     return [checked.get(r.monitor, r) for r in results]
 
 
