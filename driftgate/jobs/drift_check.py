@@ -563,15 +563,30 @@ def decide(
 
 # The action a breach concentrated in one client is downgraded from, and to.
 PAUSE_ACTION, REVIEW_ACTION = "pause_inference", "open_review"
-# The statistic whose breach is made of missing values, each sent by some client.
-MISSING_SHARE = "missing_share"
+
+
+def concentration_suspects(results: list[MonitorResult]) -> list[MonitorResult]:
+    """The breaches that would pause inference on a statistic whose breach is missing
+    values counted per client (``StatTest.counts_per_client``: ``missing_share``)."""
+    from driftgate.monitors.stattests import STATTESTS
+
+    def counts_per_client(metric: str) -> bool:
+        test = STATTESTS.get(metric)  # None: not a statistic (a performance metric ...)
+        return test is not None and test.counts_per_client
+
+    return [
+        r for r in results
+        if r.breached and r.action == PAUSE_ACTION and r.breached_features
+        and counts_per_client(r.metric)
+    ]  # fmt: skip
 
 
 def concentration_checked(
     config: ProjectConfig, window: WindowSamples, results: list[MonitorResult], monitors
 ) -> list[MonitorResult]:
-    """Pause only on a broad breach: a ``missing_share`` monitor whose action is
-    ``pause_inference`` and that breaches is judged again on the window without the
+    """Pause only on a broad breach: a monitor on missing values counted per client
+    (:func:`concentration_suspects`) whose action is ``pause_inference`` and that
+    breaches is judged again on the window without the
     client that sent the most missing values in its breached features; if it does not
     breach without that client, its action becomes ``open_review`` and its result says
     whose values they were (``details["concentration"]``).
@@ -586,11 +601,7 @@ def concentration_checked(
     from driftgate.monitors.partitions import summarise_stream
 
     by_name = {m.name: m for m in monitors}
-    suspects = [
-        r for r in results
-        if r.breached and r.action == PAUSE_ACTION and r.metric == MISSING_SHARE
-        and r.breached_features
-    ]  # fmt: skip
+    suspects = concentration_suspects(results)
     if not suspects or window.store_url is None:
         return results
     schema = dict(window.profile.schema)
