@@ -33,6 +33,7 @@ import math
 import os
 import tempfile
 import time
+import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,9 +56,11 @@ from driftgate.monitors.rules import Monitor, MonitorResult, check_monitors_agai
 from driftgate.stores.control import fit_cause
 from driftgate.stores.factories import (
     control_store,
+    label_store,
     monitor_state_store,
     open_reader,
     review_store,
+    sample_store_at,
 )
 from driftgate.stores.samples import storable_time, time_before, to_utc
 
@@ -276,12 +279,26 @@ class WindowSamples:
     # Where a streamed window is read from, and its lease: plain data, so the window
     # pickles (Prefect's Dask runner ships the task context that holds it).
     store_url: str | None = None
+    sqlite_synchronous: str = "FULL"
     lease_id: str | None = None
     stream: bool = False  # True: summarise reads every row from the store in chunks
     chunk_rows: int = 0
     # Rejected records, overflow and requests of the window (sample store only; the
     # traffic monitors read it, monitors.traffic).
     traffic: object | None = None  # monitors.traffic.TrafficCounts
+
+    def __post_init__(self) -> None:
+        # The one sample store every read of the window shares (its chunks, rejected
+        # records, the concentration check, the lease), opened by :func:`read` and
+        # closed by :meth:`close`. Not fields, so that dataclasses.asdict never copies
+        # a connection pool, and never pickled: a copy opens its own on first use, once
+        # per process, and closes it when the copy is collected (nothing else closes a
+        # copy).
+        self._store = None
+        self._closer = None
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_store": None, "_closer": None}
 
     @property
     def rows(self) -> int:
@@ -292,51 +309,50 @@ class WindowSamples:
         """True when ``samples`` is an even sample of a larger window."""
         return self.stream
 
+    def use_store(self, store) -> None:
+        """Make ``store`` (a SqlSampleStore at ``store_url``) the window's store; the
+        window closes it."""
+        self._store = store
+        self._closer = weakref.finalize(self, store.close)
+
+    def store(self):
+        """The window's sample store: opened at most once per process."""
+        if self._store is None:
+            self.use_store(
+                sample_store_at(self.store_url, sqlite_synchronous=self.sqlite_synchronous)
+            )
+        return self._store
+
     def chunks(self) -> Iterator[pd.DataFrame]:
         """Every row's profiled features, streamed from the store in chunks."""
-        from driftgate.stores.samples import SqlSampleStore
-
-        store = SqlSampleStore(self.store_url)
-        try:
-            yield from _stream(
-                store, self.start, self.end, dict(self.profile.schema), self.chunk_rows,
-                self.lease_id,
-            )  # fmt: skip
-        finally:
-            store.close()
+        yield from _stream(
+            self.store(), self.start, self.end, dict(self.profile.schema), self.chunk_rows,
+            self.lease_id,
+        )  # fmt: skip
 
     def rejected_chunks(self) -> Iterator[pd.DataFrame]:
         """The profiled features of the window's rejected records, in chunks (none when
         the window was read from files)."""
         if self.store_url is None:
             return
-        from driftgate.stores.samples import SqlSampleStore
-
-        store = SqlSampleStore(self.store_url)
         schema = dict(self.profile.schema)
-        try:
-            for chunk in store.iter_rejected(
-                self.start, self.end, chunk_rows=self.chunk_rows or 100_000
-            ):
-                yield _features_frame(chunk, schema)
-        finally:
-            store.close()
+        for chunk in self.store().iter_rejected(
+            self.start, self.end, chunk_rows=self.chunk_rows or 100_000
+        ):
+            yield _features_frame(chunk, schema)
 
     def close(self) -> None:
-        """End the retention lease (if any); idempotent."""
+        """End the retention lease (if any) and close the window's store; idempotent."""
         lease_id, self.lease_id = self.lease_id, None
-        if lease_id is None:
-            return
-        from driftgate.stores.samples import SqlSampleStore
-
         try:
-            store = SqlSampleStore(self.store_url)
-            try:
-                store.release(lease_id)
-            finally:
-                store.close()
+            if lease_id is not None:
+                self.store().release(lease_id)
         except Exception as exc:  # the lease expires on its own
             log.warning("retention lease on %s..%s not released: %s", self.start, self.end, exc)
+        finally:
+            closer, self._store, self._closer = self._closer, None, None
+            if closer is not None:
+                closer()  # once: a finalizer runs at most once
 
 
 @dataclass
@@ -378,9 +394,11 @@ def read(config: ProjectConfig, start, end, *, source: str | None = None) -> Win
         window.current = _features_frame(window.samples, schema)
         return window
     window.store_url = reader.url
-    window.lease_id = reader.lease(start, end)
+    window.sqlite_synchronous = config.serving.sqlite_synchronous
+    window.use_store(reader)  # every later read of the window goes through it
     window.chunk_rows = config.monitoring.partition_rows
     try:
+        window.lease_id = reader.lease(start, end)
         stats = reader.window_stats(start, end)
         window.row_count = stats.rows
         window.estimated_records = stats.estimated_records
@@ -396,8 +414,6 @@ def read(config: ProjectConfig, start, end, *, source: str | None = None) -> Win
     except BaseException:
         window.close()
         raise
-    finally:
-        reader.close()
     return window
 
 
@@ -548,15 +564,30 @@ def decide(
 
 # The action a breach concentrated in one client is downgraded from, and to.
 PAUSE_ACTION, REVIEW_ACTION = "pause_inference", "open_review"
-# The statistic whose breach is made of missing values, each sent by some client.
-MISSING_SHARE = "missing_share"
+
+
+def concentration_suspects(results: list[MonitorResult]) -> list[MonitorResult]:
+    """The breaches that would pause inference on a statistic whose breach is missing
+    values counted per client (``StatTest.counts_per_client``: ``missing_share``)."""
+    from driftgate.monitors.stattests import STATTESTS
+
+    def counts_per_client(metric: str) -> bool:
+        test = STATTESTS.get(metric)  # None: not a statistic (a performance metric ...)
+        return test is not None and test.counts_per_client
+
+    return [
+        r for r in results
+        if r.breached and r.action == PAUSE_ACTION and r.breached_features
+        and counts_per_client(r.metric)
+    ]  # fmt: skip
 
 
 def concentration_checked(
     config: ProjectConfig, window: WindowSamples, results: list[MonitorResult], monitors
 ) -> list[MonitorResult]:
-    """Pause only on a broad breach: a ``missing_share`` monitor whose action is
-    ``pause_inference`` and that breaches is judged again on the window without the
+    """Pause only on a broad breach: a monitor on missing values counted per client
+    (:func:`concentration_suspects`) whose action is ``pause_inference`` and that
+    breaches is judged again on the window without the
     client that sent the most missing values in its breached features; if it does not
     breach without that client, its action becomes ``open_review`` and its result says
     whose values they were (``details["concentration"]``).
@@ -569,60 +600,52 @@ def concentration_checked(
     """
     from driftgate.monitors.kinds import WindowEvidence, evaluate_all
     from driftgate.monitors.partitions import summarise_stream
-    from driftgate.stores.samples import SqlSampleStore
 
     by_name = {m.name: m for m in monitors}
-    suspects = [
-        r for r in results
-        if r.breached and r.action == PAUSE_ACTION and r.metric == MISSING_SHARE
-        and r.breached_features
-    ]  # fmt: skip
+    suspects = concentration_suspects(results)
     if not suspects or window.store_url is None:
         return results
     schema = dict(window.profile.schema)
     checked: dict[str, MonitorResult] = {}
-    store = SqlSampleStore(window.store_url)
-    try:
-        for result in suspects:
-            features = list(result.breached_features)
-            tallies = store.missing_by_client(window.start, window.end, features)
-            if len(tallies) < 2:
-                continue
-            sent = {c: sum(t.missing.values()) for c, t in tallies.items()}
-            top = max(sent, key=lambda c: (sent[c], c))
-            if sent[top] == 0:
-                continue
-            rest = summarise_stream(
-                window.profile,
-                _stream(store, window.start, window.end, schema, window.chunk_rows or 100_000,
-                        window.lease_id, without_client=top),
-            )  # fmt: skip
-            evidence = WindowEvidence(
-                profile=window.profile,
-                counts=rest,
-                with_rejected=lambda counts=rest: _with_rejected(window, counts),
-            )
-            [again] = evaluate_all([by_name[result.monitor]], evidence)
-            if again.breached:
-                continue  # broad: it holds without the client, so it pauses
-            per_feature = ", ".join(
-                f"{tallies[top].missing[f]} of {sum(t.missing[f] for t in tallies.values())} "
-                f"missing values in {f}"
-                for f in features
-            )
-            without = "not breached" if again.status == "ok" else again.status
-            text = (
-                f"client {top} sent {per_feature}; without its {tallies[top].rows} rows "
-                f"{result.metric} is {without}: {PAUSE_ACTION} downgraded to {REVIEW_ACTION}"
-            )
-            log.warning("%s: %s", result.monitor, text)
-            checked[result.monitor] = dataclasses.replace(
-                result,
-                action=REVIEW_ACTION,
-                details={**result.details, "concentration": text, "concentrated_client": top},
-            )
-    finally:
-        store.close()
+    store = window.store()  # the window's: its reads share one store
+    for result in suspects:
+        features = list(result.breached_features)
+        tallies = store.missing_by_client(window.start, window.end, features)
+        if len(tallies) < 2:
+            continue
+        sent = {c: sum(t.missing.values()) for c, t in tallies.items()}
+        top = max(sent, key=lambda c: (sent[c], c))
+        if sent[top] == 0:
+            continue
+        rest = summarise_stream(
+            window.profile,
+            _stream(store, window.start, window.end, schema, window.chunk_rows or 100_000,
+                    window.lease_id, without_client=top),
+        )  # fmt: skip
+        evidence = WindowEvidence(
+            profile=window.profile,
+            counts=rest,
+            with_rejected=lambda counts=rest: _with_rejected(window, counts),
+        )
+        [again] = evaluate_all([by_name[result.monitor]], evidence)
+        if again.breached:
+            continue  # broad: it holds without the client, so it pauses
+        per_feature = ", ".join(
+            f"{tallies[top].missing[f]} of {sum(t.missing[f] for t in tallies.values())} "
+            f"missing values in {f}"
+            for f in features
+        )
+        without = "not breached" if again.status == "ok" else again.status
+        text = (
+            f"client {top} sent {per_feature}; without its {tallies[top].rows} rows "
+            f"{result.metric} is {without}: {PAUSE_ACTION} downgraded to {REVIEW_ACTION}"
+        )
+        log.warning("%s: %s", result.monitor, text)
+        checked[result.monitor] = dataclasses.replace(
+            result,
+            action=REVIEW_ACTION,
+            details={**result.details, "concentration": text, "concentrated_client": top},
+        )
     return [checked.get(r.monitor, r) for r in results]
 
 
@@ -630,12 +653,11 @@ def _labelled_outputs(config: ProjectConfig, window: WindowSamples):
     """The window's labelled records of the champion's version and their stored outputs
     (the performance monitors' port: the label store and the registry are adapters)."""
     from driftgate.monitors.kinds import LabelledOutputs
-    from driftgate.stores.labels import LabelStore
 
     task, classes = registry.version_outputs(
         config.tracking, window.model_name, window.model_version
     )
-    store = LabelStore(window.store_url)
+    store = label_store(config, window.store_url)
     try:
         labelled = store.labelled_window(
             window.start, window.end, model_version=window.model_version
@@ -671,159 +693,192 @@ def record(
     monitors: list[Monitor],
 ) -> WindowVerdict:
     """Log the evidence (MLflow run, report files), then advance the hysteresis state."""
-    from driftgate.data_contracts import render_html, render_markdown
-
-    name, version, start, end = window.model_name, window.model_version, window.start, window.end
-    results = decision.results
     verdict = WindowVerdict(
-        model_name=name,
-        model_version=version,
-        start=start,
-        end=end,
+        model_name=window.model_name,
+        model_version=window.model_version,
+        start=window.start,
+        end=window.end,
         rows=window.rows,
         contract_passed=None if contract_result is None else contract_result.passed,
-        results=results,
+        results=decision.results,
         firings={},
         drift_metrics=decision.evidence.metrics(),
     )
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
-        (folder / "drift.json").write_text(json.dumps(decision.evidence.to_dict(), indent=2))
-        (folder / "monitors.json").write_text(
-            json.dumps([r.to_dict() for r in results], indent=2, default=str)
-        )
-        artifacts = {"drift": folder / "drift.json", "monitors": folder / "monitors.json"}
-        if contract_result is not None:
-            (folder / "contract.md").write_text(render_markdown(contract_result))
-            (folder / "contract.html").write_text(render_html(contract_result))
-            artifacts["contract"] = folder / "contract.md"
-            artifacts["contract_html"] = folder / "contract.html"
-        if config.monitoring.evidently_report and window.rows > 0:
-            from driftgate.monitors.report import render_evidently_report
-
-            try:
-                artifacts["report"] = render_evidently_report(
-                    window.profile, window.current, folder / "evidently.html"
-                )
-            except Exception as exc:  # a report for people must not block the decision
-                log.warning("Evidently report not rendered: %s", exc)
-        verdict.run_id = registry.log_monitoring_run(
-            config.tracking,
-            config.monitoring.experiment,
-            f"{name}-v{version} {start:%Y-%m-%d %H:%M}..{end:%Y-%m-%d %H:%M}",
-            params={
-                "model_name": name,
-                "model_version": version,
-                "rows": window.rows,
-                "estimated_records": round(window.estimated_records or window.rows, 1),
-                "sample_fraction": window.sample_fraction,
-                "window_start": start.isoformat(),
-                "window_end": end.isoformat(),
-            },
-            metrics={
-                **verdict.drift_metrics,
-                "rows": float(window.rows),
-                **(
-                    {
-                        "rejected_rows": float(window.traffic.rejected),
-                        "rejected_overflow": float(window.traffic.overflow),
-                        "requests": float(window.traffic.requests),
-                    }
-                    if window.traffic is not None
-                    else {}
-                ),
-                **{
-                    f"monitor.{r.monitor}.observed": r.observed
-                    for r in results
-                    if r.observed is not None
-                },
-                **{f"monitor.{r.monitor}.breached": float(r.breached) for r in results},
-                **{
-                    f"monitor.{r.monitor}.insufficient_data": float(r.status == "insufficient_data")
-                    for r in results
-                },
-                **{
-                    f"monitor.{r.monitor}.{key}": float(getattr(r, key))
-                    for r in results
-                    # performance monitors: label count, realized metric, baseline
-                    for key in (
-                        "p_value",
-                        "level",
-                        "bias_corrected",
-                        "min_detectable",
-                        "effect_size_floor",
-                        "labels",
-                        "realized",
-                        "baseline",
-                    )
-                    if getattr(r, key) is not None and np.isfinite(getattr(r, key))
-                },
-                # An estimated metric's estimate, sampling error and reference, for
-                # the MLflow compare view beside the realized metrics.
-                **{
-                    f"monitor.{r.monitor}.{key}": float(value)
-                    for r in results
-                    for key, value in r.details.items()
-                    if isinstance(value, int | float) and math.isfinite(value)
-                },
-            },
-            tags={
-                "driftgate.model_name": name,
-                "driftgate.model_version": version,
-                "driftgate.window_start": start.isoformat(),
-                "driftgate.window_end": end.isoformat(),
-                "driftgate.breached": ",".join(verdict.breached) or "-",
-                "driftgate.insufficient_data": ",".join(
-                    r.monitor for r in results if r.status == "insufficient_data"
-                )
-                or "-",
-                "driftgate.contract": str(verdict.contract_passed),
-            },
-            artifacts=artifacts,
-        )
-        # Named after the monitors too: two deployments judging the same window for
-        # different monitors must not overwrite each other's evidence.
-        report_dir = (
-            config.home_dir
-            / "reports"
-            / "drift"
-            / f"{start:%Y%m%dT%H%M}-{end:%Y%m%dT%H%M}-{'-'.join(m.name for m in monitors)}"[:200]
-        )
-        report_dir.mkdir(parents=True, exist_ok=True)
-        for path in folder.iterdir():
-            (report_dir / path.name).write_bytes(path.read_bytes())
-        (report_dir / "summary.md").write_text(verdict.markdown())
-        verdict.report_dir = report_dir
-
+        artifacts = _write_evidence(config, window, decision, contract_result, folder)
+        verdict.run_id = _log_evidence_run(config, window, verdict, artifacts)
+        verdict.report_dir = _keep_reports(config, verdict, folder, monitors)
     # The hysteresis state advances only once the evidence is logged: a run that
     # fails before this point leaves the window unjudged, so the next run judges it
     # again (catch-up) instead of remembering a breach no action was taken on.
+    _advance_hysteresis(config, verdict, monitors)
+    return verdict
+
+
+def _write_evidence(
+    config: ProjectConfig, window: WindowSamples, decision: Decision, contract_result, folder
+) -> dict[str, Path]:
+    """The window's evidence files in ``folder`` (drift report, monitor results, the
+    contract result, the Evidently report), by artifact name."""
+    from driftgate.data_contracts import render_html, render_markdown
+
+    (folder / "drift.json").write_text(json.dumps(decision.evidence.to_dict(), indent=2))
+    (folder / "monitors.json").write_text(
+        json.dumps([r.to_dict() for r in decision.results], indent=2, default=str)
+    )
+    artifacts = {"drift": folder / "drift.json", "monitors": folder / "monitors.json"}
+    if contract_result is not None:
+        (folder / "contract.md").write_text(render_markdown(contract_result))
+        (folder / "contract.html").write_text(render_html(contract_result))
+        artifacts["contract"] = folder / "contract.md"
+        artifacts["contract_html"] = folder / "contract.html"
+    if config.monitoring.evidently_report and window.rows > 0:
+        from driftgate.monitors.report import render_evidently_report
+
+        try:
+            artifacts["report"] = render_evidently_report(
+                window.profile, window.current, folder / "evidently.html"
+            )
+        except Exception as exc:  # a report for people must not block the decision
+            log.warning("Evidently report not rendered: %s", exc)
+    return artifacts
+
+
+def _log_evidence_run(
+    config: ProjectConfig, window: WindowSamples, verdict: WindowVerdict, artifacts
+) -> str:
+    """One MLflow run for the window: its parameters, metrics, tags and evidence files."""
+    name, version, start, end = (
+        verdict.model_name,
+        verdict.model_version,
+        verdict.start,
+        verdict.end,
+    )
+    results = verdict.results
+    return registry.log_monitoring_run(
+        config.tracking,
+        config.monitoring.experiment,
+        f"{name}-v{version} {start:%Y-%m-%d %H:%M}..{end:%Y-%m-%d %H:%M}",
+        params={
+            "model_name": name,
+            "model_version": version,
+            "rows": window.rows,
+            "estimated_records": round(window.estimated_records or window.rows, 1),
+            "sample_fraction": window.sample_fraction,
+            "window_start": start.isoformat(),
+            "window_end": end.isoformat(),
+        },
+        metrics={
+            **verdict.drift_metrics,
+            "rows": float(window.rows),
+            **_traffic_metrics(window.traffic),
+            **_monitor_metrics(results),
+        },
+        tags={
+            "driftgate.model_name": name,
+            "driftgate.model_version": version,
+            "driftgate.window_start": start.isoformat(),
+            "driftgate.window_end": end.isoformat(),
+            "driftgate.breached": ",".join(verdict.breached) or "-",
+            "driftgate.insufficient_data": ",".join(
+                r.monitor for r in results if r.status == "insufficient_data"
+            )
+            or "-",
+            "driftgate.contract": str(verdict.contract_passed),
+        },
+        artifacts=artifacts,
+    )
+
+
+def _traffic_metrics(traffic) -> dict[str, float]:
+    if traffic is None:  # a window read from files
+        return {}
+    return {
+        "rejected_rows": float(traffic.rejected),
+        "rejected_overflow": float(traffic.overflow),
+        "requests": float(traffic.requests),
+    }
+
+
+def _monitor_metrics(results: list[MonitorResult]) -> dict[str, float]:
+    """Each monitor's numbers as ``monitor.<name>.<key>`` metrics."""
+    return {
+        **{f"monitor.{r.monitor}.observed": r.observed for r in results if r.observed is not None},
+        **{f"monitor.{r.monitor}.breached": float(r.breached) for r in results},
+        **{
+            f"monitor.{r.monitor}.insufficient_data": float(r.status == "insufficient_data")
+            for r in results
+        },
+        **{
+            f"monitor.{r.monitor}.{key}": float(getattr(r, key))
+            for r in results
+            # performance monitors: label count, realized metric, baseline
+            for key in (
+                "p_value",
+                "level",
+                "bias_corrected",
+                "min_detectable",
+                "effect_size_floor",
+                "labels",
+                "realized",
+                "baseline",
+            )
+            if getattr(r, key) is not None and np.isfinite(getattr(r, key))
+        },
+        # An estimated metric's estimate, sampling error and reference, for the MLflow
+        # compare view beside the realized metrics.
+        **{
+            f"monitor.{r.monitor}.{key}": float(value)
+            for r in results
+            for key, value in r.details.items()
+            if isinstance(value, int | float) and math.isfinite(value)
+        },
+    }
+
+
+def _keep_reports(
+    config: ProjectConfig, verdict: WindowVerdict, folder: Path, monitors: list[Monitor]
+) -> Path:
+    """The evidence files copied under home, with the verdict's summary."""
+    start, end = verdict.start, verdict.end
+    # Named after the monitors too: two deployments judging the same window for
+    # different monitors must not overwrite each other's evidence.
+    report_dir = (
+        config.home_dir
+        / "reports"
+        / "drift"
+        / f"{start:%Y%m%dT%H%M}-{end:%Y%m%dT%H%M}-{'-'.join(m.name for m in monitors)}"[:200]
+    )
+    report_dir.mkdir(parents=True, exist_ok=True)
+    for path in folder.iterdir():
+        (report_dir / path.name).write_bytes(path.read_bytes())
+    (report_dir / "summary.md").write_text(verdict.markdown())
+    return report_dir
+
+
+def _advance_hysteresis(
+    config: ProjectConfig, verdict: WindowVerdict, monitors: list[Monitor]
+) -> None:
+    """Each monitor's consecutive-breach state and latest status, into ``verdict.firings``."""
     by_name = {m.name: m for m in monitors}
+    window = {
+        "model_name": verdict.model_name,
+        "model_version": verdict.model_version,
+        "window_start": verdict.start,
+        "window_end": verdict.end,
+    }
     state = monitor_state_store(config)
     try:
-        for result in results:
+        for result in verdict.results:
             # A performance window is judged again as its labels arrive: its own ledger.
             rejudged = kind_of(result.metric).rejudged_as_labels_arrive
             step = state.advance_performance if rejudged else state.advance
-            verdict.firings[result.monitor] = step(
-                model_name=name,
-                model_version=version,
-                monitor=by_name[result.monitor],
-                result=result,
-                window_start=start,
-                window_end=end,
-            )
-            state.record_status(
-                model_name=name,
-                model_version=version,
-                result=result,
-                firing=verdict.firings[result.monitor],
-                window_start=start,
-                window_end=end,
-            )
+            firing = step(monitor=by_name[result.monitor], result=result, **window)
+            verdict.firings[result.monitor] = firing
+            state.record_status(result=result, firing=firing, **window)
     finally:
         state.close()
-    return verdict
 
 
 # -- 6. act --------------------------------------------------------------------------
@@ -1075,7 +1130,6 @@ def plan_rejudgements(
     hold more labels for the champion now than when they were last judged. Oldest
     first; empty when no performance monitor is selected."""
     from driftgate.stores._sql import is_sql_url
-    from driftgate.stores.labels import LabelStore
     from driftgate.stores.samples import utc_now
 
     monitors = [
@@ -1101,7 +1155,7 @@ def plan_rejudgements(
             for start, stop, counted in state.rejudgeable(name, version, monitor.name, since):
                 start, stop = to_utc(start), to_utc(stop)
                 if labels is None:
-                    labels = LabelStore(url, sqlite_synchronous=config.serving.sqlite_synchronous)
+                    labels = label_store(config)
                 if labels.count(start, stop, model_version=version) > counted:
                     windows.setdefault((start, stop), []).append(monitor)
     finally:

@@ -362,14 +362,12 @@ def open_label_store(config) -> LabelStore:
 
 def _open_stores(config) -> tuple[LabelStore, RequestSampling]:
     """The label store, and which requests the service logs (the sample store's key)."""
-    from driftgate.stores.samples import SqlSampleStore
+    from driftgate.stores.factories import label_store, sample_store
 
-    settings = config.serving
-    url = settings.sample_store(config.home_dir)
     # Opening the sample store first creates its tables, so the join has both sides.
-    samples = SqlSampleStore(url, sqlite_synchronous=settings.sqlite_synchronous)
+    samples = sample_store(config)
     try:
-        sampling = samples.sampling(settings.sample_fraction)
+        sampling = samples.sampling(config.serving.sample_fraction)
     finally:
         samples.close()
-    return LabelStore(url, sqlite_synchronous=settings.sqlite_synchronous), sampling
+    return label_store(config), sampling

@@ -26,10 +26,9 @@ import pandas as pd
 from driftgate.config import ProjectConfig
 from driftgate.core.yamlconfig import ConfigError
 from driftgate.stores._sql import StoreError, is_sql_url
-from driftgate.stores.factories import review_store
+from driftgate.stores.factories import label_store, review_store, sample_store
 from driftgate.stores.samples import (
     PurgeResult,
-    SqlSampleStore,
     storable_time,
     time_before,
     utc_now,
@@ -68,15 +67,13 @@ def purge_samples(config: ProjectConfig, *, now=None) -> PurgeResult:
         raise StoreError("serving.sample_store_url: retention needs a SQL sample store")
     cutoff = time_before(storable_time(now or utc_now()), pd.Timedelta(retention))
     protected = review_windows(config)
-    store = SqlSampleStore(url, sqlite_synchronous=config.serving.sqlite_synchronous)
+    store = sample_store(config)
     try:
         result = store.purge(cutoff, protected)
     finally:
         store.close()
     # Labels follow their samples: those whose sample just went (see stores.labels).
-    from driftgate.stores.labels import LabelStore
-
-    labels = LabelStore(url, sqlite_synchronous=config.serving.sqlite_synchronous)
+    labels = label_store(config)
     try:
         deleted = labels.purge(cutoff)
     finally:

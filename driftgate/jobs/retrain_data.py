@@ -305,9 +305,8 @@ def window_training_rows(
     who sent each label (``SOURCE_COLUMN``) and its record's event time in microseconds
     (``EVENT_COLUMN``)."""
     from driftgate.jobs.feedback import open_label_store
-    from driftgate.stores.samples import SqlSampleStore
+    from driftgate.stores.factories import sample_store
 
-    url = config.serving.sample_store(config.home_dir)
     labels = open_label_store(config)
     try:
         labelled = labels.labelled_window(*window)
@@ -318,7 +317,7 @@ def window_training_rows(
     keys = ["request_id", "record_index"]
     wanted = labelled[[*keys, "label", "value", "source"]]
     pieces = []
-    samples = SqlSampleStore(url, sqlite_synchronous=config.serving.sqlite_synchronous)
+    samples = sample_store(config)
     try:  # chunk by chunk: only the labelled records of a large window are kept
         for chunk in samples.iter_window(*window):
             rows = chunk.merge(wanted, on=keys, how="inner", sort=False)

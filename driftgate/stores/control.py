@@ -29,7 +29,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 
-import pandas as pd
 from sqlalchemy import (
     BigInteger,
     Boolean,
@@ -59,6 +58,7 @@ from driftgate.stores._sql import (
     sqlite_path,
     write_transaction,
 )
+from driftgate.stores._time import iso_of_us, time_of_us, to_us
 
 log = logging.getLogger(__name__)
 
@@ -114,8 +114,9 @@ def evidence_problem(links: Sequence[str]) -> str | None:
 
 def window_problem(start: datetime | str | None, end: datetime | str | None) -> str | None:
     """Why a pause's window cannot be written (its end not after its start), or None."""
-    if start is not None and end is not None and _us(end) <= _us(start):
-        return f"must be after window_start ({_iso_of(start)}), got {_iso_of(end)}"
+    if start is not None and end is not None and to_us(end) <= to_us(start):
+        start_text, end_text = iso_of_us(to_us(start)), iso_of_us(to_us(end))
+        return f"must be after window_start ({start_text}), got {end_text}"
     return None
 
 
@@ -211,24 +212,8 @@ events_table = Table(
 )
 
 
-def _us(moment: datetime | str | None) -> int | None:
-    if moment is None:
-        return None
-    stamp = pd.Timestamp(moment)
-    stamp = stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
-    return stamp.value // 1000
-
-
-def _time(us: int | None) -> datetime | None:
-    return None if us is None else datetime.fromtimestamp(us / 1_000_000, UTC)
-
-
 def _iso(moment: datetime | None) -> str | None:
     return moment.isoformat() if moment is not None else None
-
-
-def _iso_of(moment: datetime | str) -> str:
-    return _time(_us(moment)).isoformat()
 
 
 @dataclass(frozen=True)
@@ -466,8 +451,8 @@ class ControlStore:
             "reason": reason,
             "actor": actor,
             "monitor": monitor,
-            "window_start_us": _us(window_start),
-            "window_end_us": _us(window_end),
+            "window_start_us": to_us(window_start),
+            "window_end_us": to_us(window_end),
             "evidence": json.dumps(list(evidence)),
             "review_id": review_id,
         }
@@ -484,7 +469,7 @@ class ControlStore:
                 event = self._append_event(connection, model_name, PAUSE, False, cause)
                 return SwitchChange(self._state(model_name, current), False, event)
             event = self._append_event(connection, model_name, PAUSE, True, cause)
-            updated = {**cause, "paused": True, "since_us": _us(event.at), "event_id": event.id}
+            updated = {**cause, "paused": True, "since_us": to_us(event.at), "event_id": event.id}
             self._update_row(connection, model_name, updated)
         return SwitchChange(self._state(model_name, {**current, **updated}), True, event)
 
@@ -517,7 +502,7 @@ class ControlStore:
                 "window_end_us": None,
                 "evidence": None,
                 "review_id": None,
-                "since_us": _us(event.at),
+                "since_us": to_us(event.at),
                 "event_id": event.id,
             }
             self._update_row(connection, model_name, cleared)
@@ -548,7 +533,7 @@ class ControlStore:
     def _append_event(
         self, connection, model_name: str, action: str, changed: bool, cause: dict
     ) -> ControlEvent:
-        at_us = _us(datetime.now(UTC))
+        at_us = to_us(datetime.now(UTC))
         values = {"at_us": at_us, "model_name": model_name, "action": action, "changed": changed}
         values |= cause
         event_id = connection.execute(events_table.insert().values(**values)).inserted_primary_key[
@@ -566,26 +551,26 @@ class ControlStore:
             reason=row["reason"],
             actor=row["actor"],
             monitor=row["monitor"],
-            window_start=_time(row["window_start_us"]),
-            window_end=_time(row["window_end_us"]),
+            window_start=time_of_us(row["window_start_us"]),
+            window_end=time_of_us(row["window_end_us"]),
             evidence=_evidence(row["evidence"]),
             review_id=row["review_id"],
-            since=_time(row["since_us"]),
+            since=time_of_us(row["since_us"]),
         )
 
     @staticmethod
     def _event(row) -> ControlEvent:
         return ControlEvent(
             id=int(row["id"]),
-            at=_time(row["at_us"]),
+            at=time_of_us(row["at_us"]),
             model_name=row["model_name"],
             action=row["action"],
             changed=bool(row["changed"]),
             actor=row["actor"],
             reason=row["reason"],
             monitor=row["monitor"],
-            window_start=_time(row["window_start_us"]),
-            window_end=_time(row["window_end_us"]),
+            window_start=time_of_us(row["window_start_us"]),
+            window_end=time_of_us(row["window_end_us"]),
             evidence=_evidence(row["evidence"]),
             review_id=row["review_id"],
         )

@@ -51,7 +51,8 @@ from driftgate.stores._sql import (
     redact,
     write_transaction,
 )
-from driftgate.stores.samples import PURGE_BATCH_ROWS, SAMPLES_TABLE, _to_us
+from driftgate.stores._time import _to_us
+from driftgate.stores.sample_tables import PURGE_BATCH_ROWS, SAMPLES_TABLE
 
 LABELS_TABLE = "driftgate_labels"
 # The source of a label nobody authenticated: kept, but never evidence a gate scores on.

@@ -28,38 +28,20 @@ before, chunked too (dual read; ``SqlSampleStore.layout`` says which).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import gc
 import hashlib
-import hmac
 import json
-import logging
-import math
 import secrets
-import struct
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 import pandas as pd
 from sqlalchemy import (
-    BigInteger,
-    Column,
     Connection,
-    Float,
-    Index,
-    Integer,
-    LargeBinary,
     MetaData,
-    String,
-    Table,
-    Text,
     bindparam,
     func,
     inspect,
@@ -82,500 +64,159 @@ from driftgate.stores._sql import (
     identity_problem,
     is_sql_url,
     redact,
-    single_value_table,
     sqlite_path,
     write_transaction,
 )
-from driftgate.training.data import PARQUET_SUFFIXES, DataError, read_table
 
-log = logging.getLogger(__name__)
-
-TIMESTAMP = "timestamp"
-# Columns of every window, in order; feature columns go between META and OUTPUT.
-META_COLUMNS = (
-    TIMESTAMP,
-    "received_at",
-    "model_name",
-    "model_version",
-    "request_id",
-    "record_index",
+# The names this module had before it was split (issue 27), importable from here as before.
+from driftgate.stores._time import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    _storable_us,
+    _to_us,
+    storable_time,
+    time_before,
+    to_utc,
+    utc_now,
 )
-OUTPUT_COLUMNS = ("prediction", "predicted_class", "predicted_label")
-SAMPLES_TABLE = "driftgate_samples"
-SCHEMAS_TABLE = "driftgate_sample_schemas"
-LEASES_TABLE = "driftgate_sample_leases"
-# Windows come back with pandas datetime64[ns] columns, which span 1677-09-21 to
-# 2262-04-11: the store keeps event times inside this (half-open) range.
-EARLIEST_TIMESTAMP = datetime(1678, 1, 1, tzinfo=UTC)
-LATEST_TIMESTAMP = datetime(2262, 1, 1, tzinfo=UTC)
-# Rows per chunk of iter_window unless told (the drift check passes
-# monitoring.partition_rows).
-DEFAULT_CHUNK_ROWS = 100_000
-# Rows fetched from the database at a time: they are decoded to arrays at once, so the
-# driver's row objects never hold more than this many. Measured on a 1M-row window of 8
-# features (benchmarks/sample_store_bench.py): 10,000 rows weigh 2 MiB in sqlite3's and
-# 4.5 MiB in psycopg's row objects and libpq's result; 5,000 halve that at about the
-# same speed (PostgreSQL read + check 2.43 s vs 2.34 s at 10,000, within the spread of
-# three runs each; 2,500 reads slower there).
-FETCH_ROWS = 5_000
-# A reader's lease on a window lasts this long unless renewed (a reader that died lets
-# retention go on after it); iter_window renews it as it reads.
-LEASE_SECONDS = 3600.0
-# Rows deleted per transaction where retention deletes rows (SQLite, unpartitioned
-# PostgreSQL): short transactions, so the service's group commits wait milliseconds.
-PURGE_BATCH_ROWS = 10_000
-# How long retention waits for the lock that drops a PostgreSQL partition (see purge).
-DROP_LOCK_WAIT_MS = 500
-LAYOUT_COLUMNAR = "columnar"
-LAYOUT_JSON = "json"  # stores created before the columnar layout
-_US_PER_DAY = 86_400_000_000
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-# Kinds of a schema's fields: numbers go to the float64 blob, everything else
-# (categorical strings, booleans) is kept raw, as JSON.
-NUMBER, OTHER = "n", "o"
-# A client key: the first 16 hex characters of an HMAC of the caller's identity.
-CLIENT_KEY_CHARS = 16
-# The client of the rows stored without a key (before keys were kept): one unknown
-# client to the drift check. Not hex, so no key can be mistaken for it.
-UNKNOWN_CLIENT = "unknown"
-
-# -- tables ------------------------------------------------------------------------------
-_json_metadata = MetaData()
-samples_table = Table(  # the layout of stores created before the columnar one
-    SAMPLES_TABLE,
-    _json_metadata,
-    # BIGINT on PostgreSQL; INTEGER PRIMARY KEY on SQLite is the rowid (autoincrement).
-    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True),
-    Column("ts_us", BigInteger, nullable=False),  # event time, microseconds since epoch UTC
-    Column("received_us", BigInteger, nullable=False),
-    Column("model_name", String(256), nullable=False),
-    Column("model_version", String(64), nullable=False),
-    Column("request_id", String(128), nullable=False),
-    Column("record_index", Integer, nullable=False),
-    Column("features", Text, nullable=False),  # JSON object: field -> value
-    # binary: P(class 1); multiclass: the top class's probability; regression: the value.
-    Column("prediction", Float, nullable=False),
-    # binary: 0/1; multiclass: the class index; regression: -1 (no class).
-    Column("predicted_class", Integer, nullable=False),
-    # multiclass: the predicted class's label; NULL otherwise and in stores made before it.
-    Column("predicted_label", String(256), nullable=True),
-    # The caller's key (client_key): NULL in rows stored before it was kept.
-    Column("client", String(CLIENT_KEY_CHARS), nullable=True),
-    Index(f"ix_{SAMPLES_TABLE}_ts", "ts_us"),
-    Index(f"ix_{SAMPLES_TABLE}_request", "request_id"),
+from driftgate.stores.sample_encoding import (
+    _ChunkBuilder,
+    _decode,
+    _empty_window,
+    _encode,
+    _gc_paused,
+    _json_value,
+    _Piece,
 )
-
-
-def _columnar_table(metadata: MetaData, dialect: str) -> Table:
-    """The columnar samples table; on PostgreSQL partitioned by range of event time
-    (a partition's key must be in its primary key, hence ``(id, ts_us)``)."""
-    if dialect == "postgresql":
-        keys = [
-            Column("id", BigInteger, primary_key=True, autoincrement=True),
-            Column("ts_us", BigInteger, primary_key=True, autoincrement=False),
-        ]
-        options = {"postgresql_partition_by": "RANGE (ts_us)"}
-    else:
-        keys = [
-            Column("id", Integer, primary_key=True),
-            Column("ts_us", BigInteger, nullable=False),
-        ]
-        options = {}
-    return Table(
-        SAMPLES_TABLE,
-        metadata,
-        *keys,
-        Column("received_us", BigInteger, nullable=False),
-        Column("model_name", String(256), nullable=False),
-        Column("model_version", String(64), nullable=False),
-        Column("request_id", String(128), nullable=False),
-        Column("record_index", Integer, nullable=False),
-        Column("schema_id", Integer, nullable=False),
-        Column("numbers", LargeBinary, nullable=False),  # float64 LE, the schema's numbers
-        Column("others", Text),  # JSON list of the schema's other values, or NULL
-        Column("prediction", Float, nullable=False),  # P(class 1)
-        Column("predicted_class", Integer, nullable=False),
-        Column("predicted_label", String(256), nullable=True),  # multiclass only
-        # The share of requests the service logged when it stored this one
-        # (serving.sample_fraction): 1/fraction requests stand behind each row.
-        Column("sample_fraction", Float, nullable=False),
-        # The caller's key (client_key): NULL in rows stored before it was kept.
-        Column("client", String(CLIENT_KEY_CHARS), nullable=True),
-        Index(f"ix_{SAMPLES_TABLE}_ts", "ts_us", "id"),
-        Index(f"ix_{SAMPLES_TABLE}_request", "request_id"),
-        **options,
-    )
-
-
-_shared_metadata = MetaData()
-schemas_table = Table(
-    SCHEMAS_TABLE,
-    _shared_metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("digest", String(64), nullable=False, unique=True),  # sha256 of `fields`
-    Column("fields", Text, nullable=False),  # JSON [[name, kind], ...]
-)
-leases_table = Table(
+from driftgate.stores.sample_files import FileSampleSource
+from driftgate.stores.sample_tables import (
+    _EPOCH,
+    _US_PER_DAY,
+    CLIENT_KEY_CHARS,
+    DEFAULT_CHUNK_ROWS,
+    DROP_LOCK_WAIT_MS,
+    FETCH_ROWS,
+    LAYOUT_COLUMNAR,
+    LAYOUT_JSON,
+    LEASE_SECONDS,
     LEASES_TABLE,
+    MAX_NAME_CHARS,
+    MAX_RAW_VALUE_CHARS,
+    MAX_REASONS,
+    META_COLUMNS,
+    NUMBER,
+    OTHER,
+    OUTPUT_COLUMNS,
+    PURGE_BATCH_ROWS,
+    REJECTED_OVERFLOW_TABLE,
+    REJECTED_ROW_OVERHEAD_BYTES,
+    REJECTED_TABLE,
+    REQUESTS_TABLE,
+    SAMPLES_TABLE,
+    SCHEMAS_TABLE,
+    TIMESTAMP,
+    UNKNOWN_CLIENT,
+    _add_missing_columns,
+    _columnar_table,
+    _json_metadata,
     _shared_metadata,
-    Column("id", String(32), primary_key=True),
-    Column("start_us", BigInteger, nullable=False),
-    Column("end_us", BigInteger, nullable=False),
-    Column("expires_us", BigInteger, nullable=False),
+    _traffic_metadata,
+    leases_table,
+    rejected_overflow_table,
+    rejected_table,
+    requests_table,
+    samples_table,
+    schemas_table,
 )
-
-
-@dataclass(frozen=True)
-class Sample:
-    """One scored record.
-
-    Attributes:
-        timestamp: When the record happened (the request's time unless the client
-            supplied one); windows select on it.
-        request_id: The request's id; every record of a request shares it.
-        record_index: Position of the record in its request.
-        model_name: Registered model name.
-        model_version: The version that scored it.
-        features: The record as received (field -> number, or a string for a
-            categorical field).
-        prediction: binary: P(class 1); multiclass: the top class's probability;
-            regression: the predicted value.
-        predicted_class: binary: 0 or 1; multiclass: the class's index into the
-            version's classes; regression: -1.
-        received_at: When the service received it (default: ``timestamp``).
-        predicted_label: multiclass: the predicted class's label; None otherwise.
-        sample_fraction: The share of requests the service logs
-            (``serving.sample_fraction``) when it stored this one.
-        client: The caller's key (:meth:`RequestSampling.client_key`), or None.
-    """
-
-    timestamp: datetime
-    request_id: str
-    record_index: int
-    model_name: str
-    model_version: str
-    features: Mapping[str, float | int | str | None]
-    prediction: float
-    predicted_class: int
-    received_at: datetime | None = field(default=None)
-    predicted_label: str | None = field(default=None)
-    sample_fraction: float = 1.0
-    client: str | None = None
-
-
-@dataclass
-class ClientMissing:
-    """One client's rows in a window and its missing values per feature
-    (:meth:`SqlSampleStore.missing_by_client`)."""
-
-    client: str
-    rows: int = 0
-    missing: dict[str, int] = field(default_factory=dict)
-
-
-class DuplicateRequestIds(StoreError):
-    """Samples were refused because their request ids are already in the store."""
-
-    def __init__(self, request_ids: set[str]) -> None:
-        super().__init__(f"{len(request_ids)} request id(s) already stored")
-        self.request_ids = request_ids
-
-
-class SampleWindowReader(Protocol):
-    """Anything the drift check can read a window of production samples from."""
-
-    def read_window(self, start: object, end: object) -> pd.DataFrame:
-        """Samples with ``start <= timestamp < end``, ordered by time."""
-        ...
-
-
-@dataclass(frozen=True)
-class WindowStats:
-    """How many samples a window holds, and how many requests stand behind them.
-
-    Attributes:
-        rows: Samples stored in the window.
-        estimated_records: Records served in the window, estimated as the sum of
-            ``1 / sample_fraction`` over its samples (``rows`` when every one was kept).
-        min_fraction / max_fraction: The sampling fractions in force (1.0 when none).
-    """
-
-    rows: int
-    estimated_records: float
-    min_fraction: float = 1.0
-    max_fraction: float = 1.0
-
-
-@dataclass(frozen=True)
-class PurgeResult:
-    """What one retention pass removed, and what it kept because it was protected."""
-
-    cutoff: pd.Timestamp
-    deleted_rows: int = 0
-    dropped_partitions: list[str] = field(default_factory=list)
-    kept_partitions: list[str] = field(default_factory=list)  # old but protected
-    busy_partitions: list[str] = field(default_factory=list)  # old, locked by a reader now
-    protected: list[tuple[str, str]] = field(default_factory=list)
-    deleted_labels: int = 0  # labels whose sample went (stores.labels, jobs.retention)
-    traffic_deleted_rows: int = 0  # rejected records, overflow minutes, requests log
-
-    def to_dict(self) -> dict:
-        return {
-            "cutoff": self.cutoff.isoformat(),
-            "deleted_rows": self.deleted_rows,
-            "deleted_labels": self.deleted_labels,
-            "traffic_deleted_rows": self.traffic_deleted_rows,
-            "dropped_partitions": list(self.dropped_partitions),
-            "kept_partitions": list(self.kept_partitions),
-            "busy_partitions": list(self.busy_partitions),
-            "protected": [list(p) for p in self.protected],
-        }
-
-
-def to_utc(moment: object) -> pd.Timestamp:
-    """A datetime, pandas Timestamp or ISO string as a UTC Timestamp (naive = UTC)."""
-    stamp = pd.Timestamp(moment)
-    if stamp is pd.NaT:
-        raise ValueError(f"not a time: {moment!r}")
-    return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
-
-
-def _to_us(moment: object) -> int:
-    return to_utc(moment).value // 1000
-
-
-def storable_time(moment: object) -> pd.Timestamp:
-    """``moment`` as a UTC Timestamp, refused (ValueError) outside the times the store
-    holds. Also the bound of every time a user gives a job (a window's end, retention's
-    "now"): pandas parses ``9999-12-31`` at second resolution, but the first nanosecond
-    arithmetic on it (a window's start, a cutoff) overflows."""
-    stamp = to_utc(moment)
-    if not EARLIEST_TIMESTAMP <= stamp < LATEST_TIMESTAMP:
-        raise ValueError(
-            f"time {moment!r} outside [{EARLIEST_TIMESTAMP:%Y-%m-%d}, "
-            f"{LATEST_TIMESTAMP:%Y-%m-%d}), the times the sample store holds"
-        )
-    return stamp.as_unit("ns")
-
-
-def time_before(moment: pd.Timestamp, length: pd.Timedelta) -> pd.Timestamp:
-    """``moment - length``, but never before :data:`EARLIEST_TIMESTAMP`: the store holds
-    nothing earlier, and pandas holds little earlier (a 366-day window ending in
-    February 1678 would start before 1677-09-21, an OutOfBoundsDatetime)."""
-    earliest = pd.Timestamp(EARLIEST_TIMESTAMP)
-    # earliest + length, not moment - earliest: that difference may exceed a Timedelta.
-    return moment - length if moment >= earliest + length else earliest
-
-
-def _storable_us(moment: datetime) -> int:
-    return storable_time(moment).value // 1000
-
-
-def _json_value(value):
-    # JSON has no NaN/Infinity; store them as null (the validator rejects them anyway).
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
-# -- sampling (serving.sample_fraction) -----------------------------------------------
-#
-# Which requests are logged is decided by a *keyed* hash of the request id. The id is
-# the client's own (X-Request-ID): with a hash anyone can compute, a client could pick
-# ids that are never logged and keep its traffic out of every drift check. The key is
-# a random secret made by the first process that opens the sample store and kept in
-# its database, so every process that writes or joins this store (replicas, restarts,
-# `driftgate labels load`) decides alike, and no operator has to distribute it. Whoever
-# can read the key can read the samples themselves; it is never logged or printed.
-SAMPLING_KEY_TABLE = "driftgate_sampling_key"
-sampling_key_table = single_value_table(SAMPLING_KEY_TABLE, "secret")  # 32 bytes, hex
-
-
-class RequestSampling:
-    """Whether a request is logged at ``fraction``: HMAC-SHA256 of its id under the
-    store's key, read as a number in [0, 1), below ``fraction``.
-
-    The same id gets the same answer in every process sharing the store (a retried
-    request is logged or skipped alike), a smaller fraction keeps a subset of a larger
-    one, and without the key no client can tell which of its ids will be logged.
-    """
-
-    __slots__ = ("_keyed", "_threshold", "fraction")
-
-    def __init__(self, key: bytes, fraction: float) -> None:
-        if len(key) < 16:
-            raise ValueError("a sampling key needs at least 16 bytes")
-        self.fraction = float(fraction)
-        self._keyed = hmac.new(key, digestmod=hashlib.sha256)  # copied per id: no re-keying
-        self._threshold = self.fraction * 2.0**64
-
-    def keeps(self, request_id: str) -> bool:
-        if self.fraction >= 1.0:
-            return True
-        keyed = self._keyed.copy()
-        keyed.update(request_id.encode("utf-8", "surrogatepass"))
-        return int.from_bytes(keyed.digest()[:8], "big") < self._threshold
-
-    def client_key(self, identity: str) -> str:
-        """The caller's short opaque key: HMAC-SHA256 of ``identity`` (a peer address or
-        a header's value) under the store's key, as CLIENT_KEY_CHARS hex characters.
-        Stored instead of the address (privacy); the same caller gets the same key in
-        every process sharing the store, and without the key nobody can map a key back
-        to an address by hashing candidates. Domain-separated from the sampling hash,
-        so a key says nothing about which request ids are logged."""
-        keyed = self._keyed.copy()
-        keyed.update(b"client\0" + identity.encode("utf-8", "surrogatepass"))
-        return keyed.hexdigest()[:CLIENT_KEY_CHARS]
-
-    def __repr__(self) -> str:  # never the key
-        return f"RequestSampling(fraction={self.fraction:g})"
-
-
-# -- the columnar encoding -----------------------------------------------------------------
-_STRUCTS: dict[int, struct.Struct] = {}
-_PLAIN_NUMBERS = (float, int)
-
-
-def _struct(count: int) -> struct.Struct:
-    packer = _STRUCTS.get(count)
-    if packer is None:
-        packer = _STRUCTS[count] = struct.Struct(f"<{count}d")
-    return packer
-
-
-def _encode(features: Mapping) -> tuple[tuple, bytes, str | None]:
-    """(schema key, numbers blob, others JSON) of one sample's features.
-
-    A number (or None, or a non-finite float: stored as null, i.e. NaN) goes to the
-    float64 blob; anything else — a categorical string, a boolean — is kept as it came,
-    in JSON, so a string is read back as the same string.
-    """
-    key, numbers, others = [], [], []
-    for name, value in features.items():
-        kind = type(value)
-        if kind in _PLAIN_NUMBERS or value is None:
-            numbers.append(float(value) if value is not None else math.nan)
-            key.append((name, NUMBER))
-        elif isinstance(value, (float, int)) and not isinstance(value, bool):  # numpy scalars
-            numbers.append(float(value))
-            key.append((name, NUMBER))
-        else:
-            others.append(_json_value(value))
-            key.append((name, OTHER))
-    numbers = [v if math.isfinite(v) else math.nan for v in numbers]
-    blob = _struct(len(numbers)).pack(*numbers)
-    return tuple(key), blob, (json.dumps(others, allow_nan=False) if others else None)
-
-
-def _decode(
-    schema_ids: Sequence[int],
-    numbers: Sequence[bytes],
-    others: Sequence[str | None],
-    schemas: Mapping[int, tuple],
-) -> dict[str, np.ndarray]:
-    """Feature columns (union, in order of first appearance) of rows in columnar layout."""
-    n = len(schema_ids)
-    ids = np.asarray(schema_ids, dtype=np.int64)
-    distinct, first = np.unique(ids, return_index=True)
-    order = [int(distinct[i]) for i in np.argsort(first)]
-    single = len(order) == 1
-    columns: dict[str, np.ndarray] = {}
-    for schema_id in order:
-        fields = schemas[schema_id]
-        rows = None if single else np.flatnonzero(ids == schema_id)
-        numeric = [name for name, kind in fields if kind == NUMBER]
-        other = [name for name, kind in fields if kind == OTHER]
-        if numeric:
-            blob = b"".join(numbers) if single else b"".join([numbers[i] for i in rows])
-            matrix = np.frombuffer(blob, dtype="<f8").reshape(-1, len(numeric))
-            for j, name in enumerate(numeric):
-                if single:
-                    columns[name] = matrix[:, j].copy()
-                    continue
-                column = columns.get(name)
-                if column is None:
-                    column = columns[name] = np.full(n, np.nan)
-                column[rows] = matrix[:, j]
-        if other:
-            taken = others if single else [others[i] for i in rows]
-            values = [json.loads(item) for item in taken]
-            for j, name in enumerate(other):
-                column = columns.get(name)
-                if column is None:
-                    column = columns[name] = np.full(n, np.nan, dtype=object)
-                elif column.dtype != object:
-                    column = columns[name] = column.astype(object)
-                picked = [row[j] for row in values]
-                if single:
-                    column[:] = picked
-                else:
-                    column[rows] = picked
-    return columns
-
-
-def _empty_window() -> pd.DataFrame:
-    frame = pd.DataFrame({name: pd.Series(dtype=object) for name in META_COLUMNS + OUTPUT_COLUMNS})
-    for name in (TIMESTAMP, "received_at"):
-        frame[name] = pd.to_datetime(frame[name], utc=True)
-    return frame
-
-
-# Columns added after the table's first release: nullable, added to an older store when
-# it is opened (the rows it already holds read back as NULL).
-_ADDED_COLUMNS = {
-    "predicted_label": "VARCHAR(256)",
-    # On a partitioned PostgreSQL table the parent's ADD COLUMN reaches every partition.
-    "client": f"VARCHAR({CLIENT_KEY_CHARS})",
-}
-_ADDED_REJECTED_COLUMNS = {"client": f"VARCHAR({CLIENT_KEY_CHARS})"}
-
-
-def _add_missing_columns(engine, url: str) -> None:
-    from sqlalchemy import inspect
-
-    added = {SAMPLES_TABLE: _ADDED_COLUMNS, REJECTED_TABLE: _ADDED_REJECTED_COLUMNS}
-    for table, columns in added.items():
-        present = {c["name"] for c in inspect(engine).get_columns(table)}
-        for name, sql_type in columns.items():
-            if name in present:
-                continue
-            try:
-                with engine.begin() as connection:
-                    connection.execute(text(f"ALTER TABLE {table} ADD COLUMN {name} {sql_type}"))
-            except Exception as exc:  # another opener may have added it first
-                now = {c["name"] for c in inspect(engine).get_columns(table)}
-                if name not in now:
-                    raise StoreError(
-                        f"cannot add column {name} to {table} of sample store {redact(url)}: {exc}"
-                    ) from exc
-
-
-def _frame(meta: dict | None, features: pd.DataFrame, outputs: dict | None) -> pd.DataFrame:
-    clashing = [c for c in features.columns if c in META_COLUMNS + OUTPUT_COLUMNS]
-    if clashing:  # renaming copies: only when needed
-        features = features.rename(columns={c: f"feature.{c}" for c in clashing})
-    if meta is None:
-        return features
-    return pd.concat([pd.DataFrame(meta), features, pd.DataFrame(outputs)], axis=1)
-
-
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection while rows are fetched and decoded.
-
-    Fetching creates a tuple per row; the collector, triggered by every few hundred
-    new tuples, then walks every live object, which tripled the time of a streamed
-    read (measured: 1.9 s vs 0.67 s for 200k rows). The rows hold no cycles and are
-    freed by reference counting; the previous state is restored after each fetch,
-    so the consumer of a chunk runs with the collector as it was.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+from driftgate.stores.sample_traffic import (
+    RejectedOverflow,
+    RejectedSample,
+    RejectedStats,
+    RequestRecord,
+    RequestStats,
+    _append_requests,
+    _insert_traffic,
+    _iter_rejected,
+    _purge_traffic,
+    _rejected_stats,
+    _request_stats,
+    _split_batch,
+    clean_rejected_features,
+    minute_of,
+    raw_text,
+    rejected_row_bytes,
+    rule_kind_of,
+)
+from driftgate.stores.sample_types import (
+    ClientMissing,
+    DuplicateRequestIds,
+    PurgeResult,
+    Sample,
+    SampleWindowReader,
+    WindowStats,
+)
+from driftgate.stores.sampling import SAMPLING_KEY_TABLE, RequestSampling, sampling_key_table
+
+__all__ = [
+    "CLIENT_KEY_CHARS",
+    "DEFAULT_CHUNK_ROWS",
+    "DROP_LOCK_WAIT_MS",
+    "EARLIEST_TIMESTAMP",
+    "FETCH_ROWS",
+    "LATEST_TIMESTAMP",
+    "LAYOUT_COLUMNAR",
+    "LAYOUT_JSON",
+    "LEASES_TABLE",
+    "LEASE_SECONDS",
+    "MAX_NAME_CHARS",
+    "MAX_RAW_VALUE_CHARS",
+    "MAX_REASONS",
+    "META_COLUMNS",
+    "NUMBER",
+    "OTHER",
+    "OUTPUT_COLUMNS",
+    "PURGE_BATCH_ROWS",
+    "REJECTED_OVERFLOW_TABLE",
+    "REJECTED_ROW_OVERHEAD_BYTES",
+    "REJECTED_TABLE",
+    "REQUESTS_TABLE",
+    "SAMPLES_TABLE",
+    "SAMPLING_KEY_TABLE",
+    "SCHEMAS_TABLE",
+    "TIMESTAMP",
+    "UNKNOWN_CLIENT",
+    "ClientMissing",
+    "DuplicateRequestIds",
+    "FileSampleSource",
+    "PurgeResult",
+    "RejectedOverflow",
+    "RejectedSample",
+    "RejectedStats",
+    "RequestRecord",
+    "RequestSampling",
+    "RequestStats",
+    "Sample",
+    "SampleWindowReader",
+    "SqlSampleStore",
+    "WindowStats",
+    "clean_rejected_features",
+    "leases_table",
+    "minute_of",
+    "open_sample_reader",
+    "raw_text",
+    "rejected_overflow_table",
+    "rejected_row_bytes",
+    "rejected_table",
+    "requests_table",
+    "rule_kind_of",
+    "samples_table",
+    "sampling_key_table",
+    "schemas_table",
+    "storable_time",
+    "time_before",
+    "to_utc",
+    "utc_now",
+]
 
 
 def _day_name(day: int) -> str:
@@ -584,141 +225,6 @@ def _day_name(day: int) -> str:
 
 def _overlaps(low: int, high: int, ranges: Sequence[tuple[int, int]]) -> bool:
     return any(low < end and start < high for start, end in ranges)
-
-
-@dataclass
-class _Piece:
-    rows: int
-    features: dict[str, np.ndarray]
-    meta: dict | None
-
-
-def _assemble(pieces: list[_Piece]) -> pd.DataFrame:
-    """One chunk frame from its pieces, copying each value once: numeric features go
-    straight into one preallocated float64 matrix that the frame then uses as is."""
-    n = sum(piece.rows for piece in pieces)
-    names: dict[str, bool] = {}  # feature -> numeric in every piece that has it
-    for piece in pieces:
-        for name, column in piece.features.items():
-            names[name] = names.get(name, True) and column.dtype != object
-    numeric = [name for name, is_number in names.items() if is_number]
-    matrix = np.full((n, len(numeric)), np.nan)
-    objects = {name: np.full(n, np.nan, dtype=object) for name, ok in names.items() if not ok}
-    offset = 0
-    position = {name: j for j, name in enumerate(numeric)}
-    for piece in pieces:
-        stop = offset + piece.rows
-        for name, column in piece.features.items():
-            if name in position:
-                matrix[offset:stop, position[name]] = column
-            else:
-                objects[name][offset:stop] = column
-        piece.features.clear()  # each value is held once: in the chunk, not also here
-        offset = stop
-    if objects:
-        data = {name: matrix[:, position[name]] if name in position else objects[name]
-                for name in names}  # fmt: skip
-        features = pd.DataFrame(data)
-    else:
-        features = pd.DataFrame(matrix, columns=numeric, copy=False)
-    if pieces[0].meta is None:
-        return _frame(None, features, None)
-
-    def joined(key):
-        parts = [piece.meta[key] for piece in pieces]
-        if isinstance(parts[0], np.ndarray):
-            return np.concatenate(parts)
-        return [value for part in parts for value in part]
-
-    meta = {
-        TIMESTAMP: pd.to_datetime(joined("ts_us"), unit="us", utc=True),
-        "received_at": pd.to_datetime(joined("received_us"), unit="us", utc=True),
-        **{key: joined(key) for key in ("model_name", "model_version", "request_id")},
-        "record_index": joined("record_index"),
-    }
-    outputs = {key: joined(key) for key in OUTPUT_COLUMNS}
-    return _frame(meta, features, outputs)
-
-
-class _ChunkBuilder:
-    """One chunk of iter_window, built from the fetches that make it up.
-
-    The streamed path (columnar layout, features only, a known chunk size) decodes
-    each fetch of rows of one all-numeric schema straight into the chunk's own
-    preallocated float64 matrix, which the chunk frame then uses as is: one copy of
-    each value, never fetched pieces and the assembled chunk side by side (that
-    doubled the chunk while it was built: the streamed peak of sample_store_bench was
-    2 chunks over its bound). Any other fetch (another schema, categorical values, the
-    JSON layout, meta columns) goes through :meth:`SqlSampleStore._piece` and
-    :func:`_assemble`, as do the rows already in the matrix when one arrives.
-    """
-
-    def __init__(self, store: SqlSampleStore, names: list[str], capacity: int | None) -> None:
-        self.store = store
-        self.names = names
-        self.rows = 0
-        # Only the streamed drift check's read qualifies; read_window (one chunk of
-        # unknown size) and reads with meta columns take the general path.
-        self.direct = bool(capacity) and store.layout == LAYOUT_COLUMNAR and names == [
-            "schema_id", "numbers", "others"
-        ]  # fmt: skip
-        self.capacity = capacity or 0
-        self.matrix: np.ndarray | None = None
-        self.numeric: list[str] = []
-        self.schema_id: int | None = None
-        self.filled = 0
-        self.pieces: list[_Piece] = []
-
-    def add(self, rows: list[tuple]) -> None:
-        schema_id = self._direct_schema(rows)
-        if schema_id is None:
-            self._flush()
-            self.pieces.append(self.store._piece(rows, self.names))
-        else:
-            if self.matrix is None:
-                self.schema_id = schema_id
-                self.numeric = [name for name, _ in self.store._schemas[schema_id]]
-                self.matrix = np.empty((self.capacity, len(self.numeric)))
-            values = np.frombuffer(b"".join([row[1] for row in rows]), dtype="<f8")
-            stop = self.filled + len(rows)
-            self.matrix[self.filled : stop] = values.reshape(len(rows), len(self.numeric))
-            self.filled = stop
-        self.rows += len(rows)
-
-    def _direct_schema(self, rows: list[tuple]) -> int | None:
-        """The schema id when ``rows`` can go straight into the matrix, else None."""
-        if not self.direct or self.pieces:
-            return None
-        ids = {row[0] for row in rows}
-        if len(ids) != 1:
-            return None
-        (schema_id,) = ids
-        if schema_id not in self.store._schemas:
-            self.store._load_schemas()
-        fields = self.store._schemas[schema_id]
-        if self.matrix is not None and schema_id != self.schema_id:
-            return None
-        if not fields or any(kind != NUMBER for _, kind in fields):
-            return None
-        return schema_id
-
-    def _flush(self) -> None:
-        """The matrix's rows as a piece, so that the general path can take over."""
-        if self.matrix is not None and self.filled:
-            used = self.matrix[: self.filled]
-            features = {name: used[:, j] for j, name in enumerate(self.numeric)}
-            self.pieces.append(_Piece(self.filled, features, None))
-        self.matrix, self.filled = None, 0
-
-    def frame(self) -> pd.DataFrame | None:
-        if self.pieces:
-            self._flush()
-            return _assemble(self.pieces)
-        if self.matrix is None:
-            return None
-        matrix = self.matrix if self.filled == self.capacity else self.matrix[: self.filled]
-        self.matrix = None
-        return _frame(None, pd.DataFrame(matrix, columns=self.numeric, copy=False), None)
 
 
 class SqlSampleStore:
@@ -1327,464 +833,10 @@ class SqlSampleStore:
         self._probe.close()
 
 
-class FileSampleSource:
-    """Production samples in Parquet or CSV files with a timestamp column.
-
-    Args:
-        path: A ``.parquet`` / ``.pq`` / ``.csv`` file or a folder of them (read in
-            name order), read as training reads data (:func:`training.data.read_table`).
-        timestamp_column: The column holding each sample's time; renamed to
-            ``timestamp`` in the windows.
-    """
-
-    def __init__(self, path: str | Path, timestamp_column: str = TIMESTAMP) -> None:
-        self.path = Path(path)
-        self.timestamp_column = timestamp_column
-        if not self.path.exists():
-            raise StoreError(f"sample files not found: {self.path}")
-
-    def __repr__(self) -> str:
-        return f"FileSampleSource({str(self.path)!r})"
-
-    def _files(self) -> list[Path]:
-        if self.path.is_file():
-            return [self.path]
-        suffixes = (*PARQUET_SUFFIXES, ".csv")
-        files = sorted(p for p in self.path.iterdir() if p.suffix.lower() in suffixes)
-        if not files:
-            raise StoreError(f"no .parquet, .pq or .csv files in {self.path}")
-        return files
-
-    def _read(self, path: Path) -> pd.DataFrame:
-        try:
-            frame = read_table(path)  # the reader every command uses
-        except DataError as exc:
-            raise StoreError(f"cannot read sample file {path}: {exc}") from exc
-        if self.timestamp_column not in frame.columns:
-            raise StoreError(f"{path}: no timestamp column '{self.timestamp_column}'")
-        stamps = pd.to_datetime(frame[self.timestamp_column], errors="coerce")
-        stamps = (
-            stamps.dt.tz_localize("UTC") if stamps.dt.tz is None else stamps.dt.tz_convert("UTC")
-        )
-        if stamps.isna().any():
-            first = int(stamps.isna().to_numpy().nonzero()[0][0])
-            raise StoreError(f"{path}: unparseable timestamp at row {first}")
-        frame = frame.drop(columns=[self.timestamp_column])
-        frame.insert(0, TIMESTAMP, stamps)
-        return frame
-
-    def read_window(self, start: object, end: object) -> pd.DataFrame:
-        """Rows with ``start <= timestamp < end`` from every file, ordered by time."""
-        low, high = to_utc(start), to_utc(end)
-        parts = []
-        for path in self._files():
-            frame = self._read(path)
-            parts.append(frame[(frame[TIMESTAMP] >= low) & (frame[TIMESTAMP] < high)])
-        window = pd.concat(parts, ignore_index=True) if parts else _empty_window()
-        return window.sort_values(TIMESTAMP, kind="stable").reset_index(drop=True)
-
-
-def open_sample_reader(location: str, timestamp_column: str = TIMESTAMP) -> SampleWindowReader:
+def open_sample_reader(
+    location: str, timestamp_column: str = TIMESTAMP, *, sqlite_synchronous: str = "FULL"
+) -> SampleWindowReader:
     """A window reader for a store URL (``sqlite:``/``postgresql:``) or a file/folder path."""
     if is_sql_url(location):
-        return SqlSampleStore(location)
+        return SqlSampleStore(location, sqlite_synchronous=sqlite_synchronous)
     return FileSampleSource(location, timestamp_column=timestamp_column)
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
-# -- rejected records, the overflow counter, and the requests log (issue 16) -----------------
-# Records the service refused (422) are traffic too: stored beside the samples, in the
-# same columnar encoding and the same transaction as the accepted samples of a batch,
-# never scored. Their volume is capped in the service (serving.rejected_max_per_minute);
-# what the cap drops is counted per minute in REJECTED_OVERFLOW_TABLE. Every /predict
-# request's status and latency go to REQUESTS_TABLE (the latency and 5xx monitors).
-REJECTED_TABLE = "driftgate_rejected"
-REJECTED_OVERFLOW_TABLE = "driftgate_rejected_overflow"
-REQUESTS_TABLE = "driftgate_requests"
-# The offending raw value is kept as bounded text: it may be text for a number, a
-# number out of range, or a JSON structure; its first characters are what a reviewer
-# needs, and the bound keeps a flood of long strings from filling the disk.
-MAX_RAW_VALUE_CHARS = 200
-MAX_REASONS = 32  # broken fields kept per rejected record (the first ones)
-MAX_NAME_CHARS = 128  # a field or rule name beyond this is cut (an extra field is any key)
-# What a rejected row costs on disk beyond its values: its header, its entry in the
-# time index, and the part-filled pages of a row longer than a SQLite page. Measured
-# (3,000 rows, WAL checkpointed): SQLite 5,486 bytes on disk per row of 5,265 bytes
-# of values, 844 per 705; PostgreSQL 871 per 705 (long text is compressed there).
-REJECTED_ROW_OVERHEAD_BYTES = 192
-_US_PER_MINUTE = 60_000_000
-
-_traffic_metadata = MetaData()
-rejected_table = Table(
-    REJECTED_TABLE,
-    _traffic_metadata,
-    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True),
-    Column("ts_us", BigInteger, nullable=False),
-    Column("received_us", BigInteger, nullable=False),
-    Column("model_name", String(256), nullable=False),
-    Column("model_version", String(64), nullable=False),
-    Column("request_id", String(128), nullable=False),
-    Column("record_index", Integer, nullable=False),
-    Column("schema_id", Integer, nullable=False),
-    Column("numbers", LargeBinary, nullable=False),  # the model features that are numbers
-    Column("others", Text),
-    Column("rule", String(MAX_NAME_CHARS), nullable=False),  # the first broken rule's id
-    Column("field", String(MAX_NAME_CHARS), nullable=False),  # ... and its field
-    Column("raw_value", String(MAX_RAW_VALUE_CHARS + 8)),  # that field's value, JSON, cut
-    Column("reasons", Text, nullable=False),  # JSON [[field, rule], ...], at most MAX_REASONS
-    Column("sample_fraction", Float, nullable=False),
-    Column("client", String(CLIENT_KEY_CHARS), nullable=True),  # as the samples' client
-    Index(f"ix_{REJECTED_TABLE}_ts", "ts_us", "id"),
-)
-rejected_overflow_table = Table(
-    REJECTED_OVERFLOW_TABLE,
-    _traffic_metadata,
-    Column("minute_us", BigInteger, primary_key=True),  # event time, start of its minute
-    Column("records", BigInteger, nullable=False),
-)
-requests_table = Table(
-    REQUESTS_TABLE,
-    _traffic_metadata,
-    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True),
-    Column("ts_us", BigInteger, nullable=False),  # event time (the request's timestamp)
-    Column("status", Integer, nullable=False),
-    Column("latency_s", Float, nullable=False),
-    Index(f"ix_{REQUESTS_TABLE}_ts", "ts_us"),
-)
-
-
-@dataclass(frozen=True)
-class RejectedSample:
-    """One record the service refused (422): stored, never scored.
-
-    ``features`` holds the model's features only (``clean_rejected_features``): a
-    number that parses as one, else NaN; a category's text. ``rule`` / ``field`` are
-    the first broken rule's id and its field, ``raw_value`` that field's value as JSON
-    text cut to MAX_RAW_VALUE_CHARS, ``reasons`` every broken (field, rule) pair.
-    """
-
-    timestamp: datetime
-    request_id: str
-    record_index: int
-    model_name: str
-    model_version: str
-    features: Mapping[str, float | str | None]
-    rule: str
-    field: str
-    raw_value: str | None
-    reasons: tuple[tuple[str, str], ...]
-    received_at: datetime | None = None
-    sample_fraction: float = 1.0
-    client: str | None = None  # the caller's key, as Sample.client
-
-
-@dataclass(frozen=True)
-class RejectedOverflow:
-    """Rejected records the cap dropped, counted per minute of event time (``counts``:
-    minute start in microseconds -> records). Carried through the writer like samples,
-    so the count commits in the same transaction as the batch it rides with."""
-
-    request_id: str  # the request that carried it (the writer keys work by request id)
-    counts: Mapping[int, int]
-
-
-@dataclass(frozen=True)
-class RequestRecord:
-    """One /predict request: event time, HTTP status, latency in seconds."""
-
-    timestamp: datetime
-    status: int
-    latency_s: float
-
-
-@dataclass(frozen=True)
-class RejectedStats:
-    """Rejected records of a window: ``rows`` stored, ``overflow`` dropped by the cap
-    (counted), and records per rule kind and per field (``by_kind``, ``by_field``,
-    ``by_field_kind``: a record counts once per key it breaks)."""
-
-    rows: int
-    overflow: int
-    by_kind: dict[str, int] = field(default_factory=dict)
-    by_field: dict[str, int] = field(default_factory=dict)
-    by_field_kind: dict[tuple[str, str], int] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class RequestStats:
-    """Requests of a window: their count, 5xx count and latencies (seconds, sorted)."""
-
-    count: int
-    errors: int
-    latencies: np.ndarray
-
-
-def rule_kind_of(rule: str) -> str:
-    """The kind of a rule id: ``columns.x.range`` -> ``range``, ``model.feature`` ->
-    ``feature`` (the last dotted segment, as ``contract:<kind>`` uses)."""
-    return rule.rsplit(".", 1)[-1]
-
-
-def raw_text(value) -> str | None:
-    """A rejected field's value as bounded JSON text (None when the field was absent)."""
-    try:
-        rendered = json.dumps(value, allow_nan=True, default=repr)
-    except (TypeError, ValueError, RecursionError):
-        rendered = repr(value)
-    return rendered[:MAX_RAW_VALUE_CHARS]
-
-
-def clean_rejected_features(
-    record: Mapping, numeric: Sequence[str], categorical: Sequence[str] = ()
-) -> dict[str, float | str | None]:
-    """The model's features of a rejected record, as storable values: a numeric
-    feature that parses as a finite float64 (an int, a float, a numeric string such as
-    ``"1013.2"``) is that number — out-of-range values included, which is what makes
-    a refused shift visible to drift on ``population: all``; anything else is NaN. A
-    categorical feature keeps its text (cut), anything else is None. Extra fields are
-    not stored (a flood of junk keys cannot grow the rows)."""
-    cleaned: dict[str, float | str | None] = {}
-    for name in numeric:
-        value = record.get(name)
-        number = math.nan
-        if isinstance(value, (int, float, str)) and not isinstance(value, bool):
-            try:
-                number = float(value[:64] if isinstance(value, str) else value)
-            except (ValueError, OverflowError):
-                number = math.nan
-        cleaned[name] = number if math.isfinite(number) else math.nan
-    for name in categorical:
-        value = record.get(name)
-        if isinstance(value, int) and not isinstance(value, bool):
-            value = str(value)
-        cleaned[name] = value[:MAX_NAME_CHARS] if isinstance(value, str) else math.nan
-    return cleaned
-
-
-def _rejected_rows(store: SqlSampleStore, rejected: Sequence[RejectedSample]) -> list[dict]:
-    encoded = [_encode(r.features) for r in rejected]
-    unknown = {key for key, _, _ in encoded if key not in store._schema_ids}
-    if unknown:
-        store._register_schemas(unknown)
-    return [
-        {**_rejected_values(r, blob, others), "schema_id": store._schema_ids[key]}
-        for r, (key, blob, others) in zip(rejected, encoded, strict=True)
-    ]
-
-
-def _rejected_values(r: RejectedSample, blob: bytes, others: str | None) -> dict:
-    """The stored values of ``r``'s row, but its schema id (cut as the columns are)."""
-    return {
-        "ts_us": _storable_us(r.timestamp),
-        "received_us": _storable_us(r.received_at or r.timestamp),
-        "model_name": r.model_name,
-        "model_version": r.model_version,
-        "request_id": r.request_id,
-        "record_index": r.record_index,
-        "numbers": blob,
-        "others": others,
-        "rule": r.rule[:MAX_NAME_CHARS],
-        "field": r.field[:MAX_NAME_CHARS],
-        "raw_value": None if r.raw_value is None else r.raw_value[:MAX_RAW_VALUE_CHARS],
-        "reasons": json.dumps(
-            [[f[:MAX_NAME_CHARS], k[:MAX_NAME_CHARS]] for f, k in r.reasons[:MAX_REASONS]]
-        ),
-        "sample_fraction": float(r.sample_fraction),
-        "client": r.client,
-    }
-
-
-def rejected_row_bytes(r: RejectedSample) -> int:
-    """What storing ``r`` costs, in bytes: its row's values as stored (text as UTF-8,
-    the numbers' blob, 8 bytes per integer or float, the schema id and row id
-    included) plus REJECTED_ROW_OVERHEAD_BYTES. The measure of the rejected-records
-    byte budget (``serving.rejected_max_bytes_per_minute``)."""
-    _, blob, others = _encode(r.features)
-    values = _rejected_values(r, blob, others)
-    size = 16  # the schema id and the row id
-    for value in values.values():
-        if isinstance(value, str):
-            size += len(value.encode("utf-8", "surrogatepass"))
-        elif isinstance(value, bytes):
-            size += len(value)
-        elif value is not None:
-            size += 8
-    return size + REJECTED_ROW_OVERHEAD_BYTES
-
-
-def _insert_traffic(store: SqlSampleStore, connection: Connection, prepared: dict) -> None:
-    """Insert the rejected rows and request rows and add the overflow counts (one
-    transaction with the batch's samples)."""
-    if prepared["rejected"]:
-        connection.execute(rejected_table.insert(), prepared["rejected"])
-    if prepared["requests"]:  # the requests log rides with the batch: no commit of its own
-        connection.execute(requests_table.insert(), prepared["requests"])
-    if prepared["overflow"]:
-        insert = (postgresql.insert if store.dialect == "postgresql" else sqlite.insert)(
-            rejected_overflow_table
-        )
-        statement = insert.on_conflict_do_update(
-            index_elements=["minute_us"],
-            set_={"records": rejected_overflow_table.c.records + insert.excluded.records},
-        )
-        for minute, count in sorted(prepared["overflow"].items()):
-            connection.execute(statement.values(minute_us=minute, records=count))
-
-
-def _split_batch(store: SqlSampleStore, batch: Sequence) -> tuple[list[Sample], dict]:
-    """The accepted samples of a writer batch, and its rejected rows, overflow counts
-    and request rows."""
-    accepted, rejected, overflow, requests = [], [], {}, []
-    for item in batch:
-        if isinstance(item, RejectedSample):
-            rejected.append(item)
-        elif isinstance(item, RequestRecord):
-            requests.append(item)
-        elif isinstance(item, RejectedOverflow):
-            for minute, count in item.counts.items():
-                overflow[minute] = overflow.get(minute, 0) + int(count)
-        else:
-            accepted.append(item)
-    return accepted, {"rejected": _rejected_rows(store, rejected) if rejected else [],
-                      "overflow": overflow, "requests": _request_rows(requests)}  # fmt: skip
-
-
-def _request_rows(records: Sequence[RequestRecord]) -> list[dict]:
-    return [
-        {"ts_us": _storable_us(r.timestamp), "status": int(r.status),
-         "latency_s": float(r.latency_s)}
-        for r in records
-    ]  # fmt: skip
-
-
-def _append_requests(store: SqlSampleStore, records: Sequence[RequestRecord]) -> int:
-    if not records:
-        return 0
-    rows = _request_rows(records)
-    with write_transaction(store.engine) as connection:
-        connection.execute(requests_table.insert(), rows)
-    return len(rows)
-
-
-def _rejected_stats(store: SqlSampleStore, start: object, end: object) -> RejectedStats:
-    low, high = _to_us(start), _to_us(end)
-    window = (rejected_table.c.ts_us >= low) & (rejected_table.c.ts_us < high)
-    by_kind: dict[str, int] = {}
-    by_field: dict[str, int] = {}
-    by_pair: dict[tuple[str, str], int] = {}
-    rows = 0
-    with store.engine.connect() as connection:
-        result = connection.execution_options(stream_results=True, yield_per=FETCH_ROWS).execute(
-            select(rejected_table.c.reasons).where(window)
-        )
-        for (reasons,) in result:
-            rows += 1
-            pairs = {(f, rule_kind_of(r)) for f, r in json.loads(reasons)}
-            for kind in {k for _, k in pairs}:
-                by_kind[kind] = by_kind.get(kind, 0) + 1
-            for name in {f for f, _ in pairs}:
-                by_field[name] = by_field.get(name, 0) + 1
-            for pair in pairs:
-                by_pair[pair] = by_pair.get(pair, 0) + 1
-        overflow = connection.execute(
-            select(func.coalesce(func.sum(rejected_overflow_table.c.records), 0)).where(
-                rejected_overflow_table.c.minute_us >= low,
-                rejected_overflow_table.c.minute_us < high,
-            )
-        ).scalar()
-    return RejectedStats(rows, int(overflow), by_kind, by_field, by_pair)
-
-
-def _iter_rejected(
-    store: SqlSampleStore, start: object, end: object, chunk_rows: int = DEFAULT_CHUNK_ROWS
-) -> Iterator[pd.DataFrame]:
-    """Rejected records of the window in time order, in chunks: the stored features
-    (as :meth:`SqlSampleStore.iter_window` decodes them) and rule, field, raw_value,
-    request_id, record_index, timestamp."""
-    t = rejected_table
-    query = (
-        select(t.c.ts_us, t.c.request_id, t.c.record_index, t.c.schema_id, t.c.numbers,
-               t.c.others, t.c.rule, t.c.field, t.c.raw_value)
-        .where(t.c.ts_us >= _to_us(start), t.c.ts_us < _to_us(end))
-        .order_by(t.c.ts_us, t.c.id)
-    )  # fmt: skip
-    store._load_schemas()
-    with store.engine.connect() as connection:
-        result = connection.execution_options(stream_results=True, yield_per=FETCH_ROWS).execute(
-            query
-        )
-        while rows := result.fetchmany(chunk_rows):
-            columns = list(zip(*rows, strict=True))
-            if not set(columns[3]) <= store._schemas.keys():
-                store._load_schemas()
-            features = pd.DataFrame(
-                _decode(columns[3], columns[4], columns[5], store._schemas), index=None
-            )
-            meta = pd.DataFrame(
-                {
-                    TIMESTAMP: pd.to_datetime(np.asarray(columns[0], dtype=np.int64), unit="us",
-                                              utc=True),
-                    "request_id": list(columns[1]),
-                    "record_index": np.asarray(columns[2], dtype=np.int64),
-                }
-            )  # fmt: skip
-            tail = pd.DataFrame(
-                {"rule": list(columns[6]), "field": list(columns[7]),
-                 "raw_value": list(columns[8])}
-            )  # fmt: skip
-            yield pd.concat([meta, features, tail], axis=1)
-
-
-def _request_stats(store: SqlSampleStore, start: object, end: object) -> RequestStats:
-    t = requests_table
-    with store.engine.connect() as connection:
-        rows = connection.execute(
-            select(t.c.status, t.c.latency_s).where(
-                t.c.ts_us >= _to_us(start), t.c.ts_us < _to_us(end)
-            )
-        ).all()
-    if not rows:
-        return RequestStats(0, 0, np.empty(0))
-    status = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-    latency = np.sort(np.fromiter((r[1] for r in rows), dtype=float, count=len(rows)))
-    return RequestStats(len(rows), int(((status >= 500) & (status < 600)).sum()), latency)
-
-
-def _purge_traffic(
-    store: SqlSampleStore, cutoff_us: int, ranges: list[tuple[int, int]], batch_rows: int
-) -> int:
-    """Retention for the rejected records, overflow counts and requests log: rows older
-    than the cutoff outside the protected ranges, in short transactions. (Not
-    partitioned: their volume is bounded by the cap and by the request rate.)"""
-
-    def batch_of(table, key: str):
-        time_column = table.c.minute_us if key == "minute_us" else table.c.ts_us
-
-        def delete_batch(connection: Connection) -> int:
-            chosen = select(table.c[key]).where(time_column < cutoff_us)
-            for low, high in ranges + store._active_leases(connection):
-                chosen = chosen.where((time_column < low) | (time_column >= high))
-            statement = table.delete().where(
-                table.c[key].in_(chosen.limit(batch_rows).scalar_subquery())
-            )
-            return connection.execute(statement).rowcount
-
-        return delete_batch
-
-    return sum(
-        delete_in_batches(store.engine, batch_of(table, key), batch_rows)
-        for table, key in (
-            (rejected_table, "id"),
-            (requests_table, "id"),
-            (rejected_overflow_table, "minute_us"),
-        )
-    )
-
-
-def minute_of(moment: object) -> int:
-    """Start of ``moment``'s minute, microseconds since the epoch (overflow counts' key)."""
-    us = _to_us(moment)
-    return us - us % _US_PER_MINUTE

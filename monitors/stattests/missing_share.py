@@ -109,5 +109,6 @@ register(
         default_threshold=0.05,
         null=MissingShareNull(),
         evidence=6,
+        counts_per_client=True,
     )
 )

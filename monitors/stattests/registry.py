@@ -163,6 +163,10 @@ class StatTest:
             a monitor on it is decided on its threshold alone (``calibrated: false``).
         evidence: Position of the statistic in the evidence every drift check logs per
             feature (lower first), or None: computed only when a monitor asks for it.
+        counts_per_client: True when a breach is a count of missing values, each sent
+            by one client (the sample store tallies them per client): before such a
+            breach pauses inference, the drift check judges the window again without
+            the client that sent the most, so one client cannot pause everyone.
     """
 
     __test__ = False
@@ -177,6 +181,7 @@ class StatTest:
     default_effect_size_floor: float | None = None
     null: NullModel | None = None
     evidence: float | None = None
+    counts_per_client: bool = False
 
     @property
     def calibrated(self) -> bool:

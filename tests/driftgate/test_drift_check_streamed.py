@@ -3,13 +3,20 @@ the store in chunks, judged the same as in memory, leased against retention."""
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pandas as pd
 
 from driftgate.jobs import drift_check as job
 from driftgate.stores.samples import Sample, SqlSampleStore
 from tests.conftest import mlflow_client
-from tests.driftgate.test_drift_check_job import STEPS, monitored  # noqa: F401
+from tests.driftgate.test_drift_check_job import (  # noqa: F401
+    MISSING,
+    STEPS,
+    monitored,
+    write_window,
+)
 
 SAMPLED = ("2031-07-01", "2031-07-02")
 
@@ -110,3 +117,78 @@ def test_a_sampled_window_is_judged_on_its_samples_and_records_what_they_stand_f
     assert float(run.data.params["sample_fraction"]) == 0.25
     assert float(run.data.params["estimated_records"]) == 4 * len(kept)
     assert run.data.metrics["rows"] == len(kept)
+
+
+def counting_store_opens(monkeypatch) -> list[str]:
+    """The URL of every sample store constructed from now on (each a real store)."""
+    opened = []
+    construct = SqlSampleStore.__init__
+
+    def counted(self, url, **options):
+        opened.append(url)
+        construct(self, url, **options)
+
+    monkeypatch.setattr(SqlSampleStore, "__init__", counted)
+    return opened
+
+
+def with_missing_window(monitored, tmp_path):  # noqa: F811
+    """A config streaming windows of more than 100 rows from a store of its own that
+    holds the MISSING window (800 rows, 10% of dew_point missing): the module's other
+    tests purge theirs."""
+    config = configured(monitored, contract_rows=100, evidently_report=False)
+    config.serving = config.serving.model_copy(
+        update={"sample_store_url": f"sqlite:///{tmp_path / 'missing.db'}"}
+    )
+    train = monitored["data"].splits.train
+    pool = train[train["sea_level_pressure"].abs() < 10]  # as the fixture's calm window
+    rows = pool.iloc[np.random.default_rng(7).integers(0, len(pool), 800)]
+    store = SqlSampleStore(config.serving.sample_store(config.home_dir))
+    write_window(
+        store, rows, monitored["features"], MISSING, monitored["version"],
+        missing="dew_point", share=0.10,
+    )  # fmt: skip
+    store.close()
+    return config
+
+
+def test_a_streamed_window_opens_its_sample_store_once(monitored, monkeypatch, tmp_path):  # noqa: F811
+    # Issue 27: the read, the streamed chunks, the concentration check and the lease's
+    # release each opened the store, four per window; the window's reads share one now.
+    config = with_missing_window(monitored, tmp_path)
+    monitors = monitored["gates"].monitors
+    opened = counting_store_opens(monkeypatch)
+    window = job.read(config, *MISSING)
+    try:
+        assert window.sampled  # so the summary streams its chunks from the store
+        contract = job.validate(config, window, monitors)
+        counts = job.summarise(config, window)
+        decided = job.decide(config, window, counts, contract, monitors)
+    finally:
+        window.close()
+    assert counts.rows == 800
+    missing = next(r for r in decided.results if r.monitor == "missing-values")
+    # A pause on missing values: the concentration check asked the store who sent them.
+    assert missing.breached and missing.action == "pause_inference"
+    assert len(opened) == 1, f"{len(opened)} sample stores opened for one window"
+    assert opened == [config.serving.sample_store(config.home_dir)]
+
+
+def test_a_pickled_window_opens_its_own_store_once_and_reads_the_same_rows(
+    monitored,  # noqa: F811
+    monkeypatch,
+    tmp_path,
+):
+    # Prefect's Dask runner ships the window to a worker: the copy carries the URL, not
+    # the connection, and opens one store for all of its reads.
+    window = job.read(with_missing_window(monitored, tmp_path), *MISSING)
+    try:
+        opened = counting_store_opens(monkeypatch)
+        copy = pickle.loads(pickle.dumps(window))
+        assert opened == []
+        first = sum(len(chunk) for chunk in copy.chunks())
+        again = sum(len(chunk) for chunk in copy.chunks())
+        assert first == again == window.rows == 800
+        assert len(opened) == 1
+    finally:
+        window.close()
