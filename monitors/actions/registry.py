@@ -60,8 +60,13 @@ class ActionRequest:
                 f"{result.details['reference_estimate']:.4g} "
                 f"({self.start.isoformat()}..{self.end.isoformat()})"
             )
+        # A p-value breaches below its level: "ks 1.5e-322 > 0.05" read backwards.
+        if result.details.get("observed") == "p_value":
+            comparison = f"p = {observed} < {result.threshold:g}"
+        else:
+            comparison = f"{observed} > {result.threshold:g}"
         return (
-            f"{result.monitor}: {result.metric} {observed} > {result.threshold:g} on "
+            f"{result.monitor}: {result.metric} {comparison} on "
             f"{', '.join(result.breached_features) or 'the window'} "
             f"({self.start.isoformat()}..{self.end.isoformat()})"
         )

@@ -197,8 +197,12 @@ def judge_report(monitor, drift_report) -> MonitorResult:
         bias_corrected=_largest(r.bias_corrected for r in evaluated),
         min_detectable=_largest(r.min_detectable for r in evaluated),
         effect_size_floor=_largest(r.effect_size_floor for r in evaluated),
-        # The report says when a drift monitor is its bare threshold, not a budget.
-        details={} if monitor.calibrated else {"calibrated": False},
+        # The report says when a drift monitor is its bare threshold, not a budget; the
+        # action's text, that the observed value is a p-value (it breaches below).
+        details={
+            **({} if monitor.calibrated else {"calibrated": False}),
+            **({"observed": "p_value"} if evaluated[0].direction == "p_value" else {}),
+        },
     )
 
 

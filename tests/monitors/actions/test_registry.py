@@ -27,3 +27,34 @@ def test_an_action_without_an_idempotency_contract_or_a_second_one_is_refused():
     with pytest.raises(ValueError, match="already registered"):
         register_action(ACTIONS["notify"])
     assert "toy" not in ACTIONS
+
+
+def test_an_action_reads_a_p_value_the_right_way_round():
+    """The review said `ks 1.5e-322 > 0.05`: a p-value breaches below its level."""
+    import numpy as np
+    import pandas as pd
+
+    from driftgate.monitors import ReferenceProfile, check_drift
+    from driftgate.monitors.actions.registry import ActionRequest
+    from driftgate.monitors.rules import Monitor, drift_tests_of, evaluate_monitor
+
+    rng = np.random.default_rng(0)
+    reference = pd.DataFrame({"a": rng.normal(size=2000)})
+    current = pd.DataFrame({"a": rng.normal(3.0, 1.0, size=500)})
+    profile = ReferenceProfile.fit(reference, sample_rows=0)
+    window = (pd.Timestamp("2024-01-01", tz="UTC"), pd.Timestamp("2024-01-02", tz="UTC"))
+
+    def what(metric: str, threshold: float) -> str:
+        monitor = Monitor(
+            name="m", metric=metric, threshold=threshold, schedule="0 * * * *",
+            action="notify", calibrated=False,
+        )  # fmt: skip
+        thresholds = drift_tests_of([monitor])
+        report = check_drift(profile, current, tests=[metric], thresholds=thresholds)
+        result = evaluate_monitor(monitor, report)
+        assert result.breached
+        return ActionRequest("model", "1", *window, result).what
+
+    assert "m: ks p = " in what("ks", 0.05) and " < 0.05 on a (" in what("ks", 0.05)
+    assert what("wasserstein", 0.1).startswith("m: wasserstein ")
+    assert " > 0.1 on a (" in what("wasserstein", 0.1)
