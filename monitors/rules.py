@@ -18,7 +18,7 @@ engine decided, with its effect-size floor and corrections, and never a second r
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import Literal
 
@@ -247,15 +247,18 @@ def check_monitors_against(
 ) -> None:
     """Refuse monitors that name what this project does not have.
 
-    ``features`` are the model's features (its reference profile's, or the project
-    config's); ``contract`` the project's :class:`data_contracts.Contract` (None: no
+    ``features`` are the model's features (its reference profile's, a mapping to each
+    feature's profile, whose types a drift statistic is checked against; or the
+    project config's names); ``contract`` the project's :class:`data_contracts.Contract` (None: no
     contract). A drift monitor's features must be model features; a contract monitor
     needs a contract, its features must be contract columns, and its rule kind must be
     one the contract checks (on those columns). Raises ConfigError naming every problem,
     so a typo is an exit 2 at ``deploy`` or the drift check's start, never a silent
     ``ok`` or an ``error`` status at 3 a.m.
     """
-    known = list(features)
+    # A mapping (a reference profile's features) carries each feature's type, which a
+    # kind may check its monitors against; a list is names only.
+    known = features if isinstance(features, Mapping) else list(features)
     problems = [
         f"{where}monitor '{monitor.name}': {problem}"
         for monitor in monitors

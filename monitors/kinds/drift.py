@@ -10,7 +10,7 @@ monitors are judged on the counts with the refused records added.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from driftgate.monitors.kinds.registry import (
     MonitorKind,
@@ -52,6 +52,28 @@ class DriftKind(MonitorKind):
                 "distribution, so it cannot be calibrated to a false-alarm budget; set "
                 "calibrated: false to decide on its threshold alone"
             )
+
+    def check_against(self, monitor, features, contract) -> list[str]:
+        """Names, then (where the features' types are known: a reference profile's
+        features) whether the statistic applies to them. ``chi2`` on an all-numeric
+        model was accepted and reported ``error`` on every window, exit 0."""
+        problems = super().check_against(monitor, features, contract)
+        if problems or not isinstance(features, Mapping):
+            return problems
+        from driftgate.monitors.stattests import get_stattest
+
+        test = get_stattest(monitor.metric)
+        types = {name: getattr(profile, "type", profile) for name, profile in features.items()}
+        chosen = list(types) if monitor.features == "all" else list(monitor.features)
+        unfit = [name for name in chosen if not test.accepts(types[name])]
+        applies = f"statistic '{monitor.metric}' applies to {' and '.join(test.feature_types)}"
+        if monitor.features == "all" and len(unfit) == len(chosen):
+            shown = ", ".join(f"{name} ({types[name]})" for name in chosen)
+            return [f"{applies} features, and the model has none: {shown}"]
+        if monitor.features != "all" and unfit:
+            shown = ", ".join(f"{name} is {types[name]}" for name in unfit)
+            return [f"{applies} features: {shown}"]
+        return []
 
     def evaluate(self, monitors, evidence: WindowEvidence) -> list[MonitorResult]:
         if evidence.drift_report is not None:

@@ -167,3 +167,33 @@ def test_contract_monitors_need_a_rule_the_contract_checks():
         )
     with pytest.raises(ConfigError, match="no data contract"):
         check_monitors_against([monitor(metric="contract:nulls")], features, None)
+
+
+def test_a_statistic_that_fits_none_of_its_features_is_refused_naming_them():
+    """chi2 on an all-numeric model loaded, passed `monitors plan` and reported `error`
+    on every window with exit 0. Against a reference profile (the drift check's start)
+    it is refused, naming the monitor, the statistic and the features' types."""
+    import numpy as np
+
+    from driftgate.monitors import ReferenceProfile
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"x": rng.normal(size=200), "city": rng.choice(["a", "b"], 200)})
+    profile = ReferenceProfile.fit(frame, sample_rows=0)
+    numeric_only = ReferenceProfile.fit(frame[["x"]], sample_rows=0)
+    with pytest.raises(ConfigError) as raised:
+        check_monitors_against(
+            [monitor(name="cats", metric="chi2", calibrated=False)], numeric_only.features
+        )
+    assert str(raised.value) == (
+        "monitor 'cats': statistic 'chi2' applies to categorical features, and the model "
+        "has none: x (numeric)"
+    )
+    with pytest.raises(ConfigError, match=r"monitor 'pick': .*'ks' applies to numeric .*city is"):
+        check_monitors_against(
+            [monitor(name="pick", metric="ks", features=["city"])], profile.features
+        )
+    check_monitors_against(
+        [monitor(metric="chi2", calibrated=False)], profile.features
+    )  # city fits
+    check_monitors_against([monitor(metric="chi2", calibrated=False)], ["x"])  # types unknown
