@@ -218,7 +218,8 @@ class RetrainStore(TableStore):
         Returns the existing row, not started, when this breach asked before (whatever
         its status), another retrain of the model is in flight and its lease has not
         expired (an expired one is marked ``expired`` first and the slot is taken), or,
-        with ``cooldown``, one of the model's retrains ended less than ``cooldown`` ago.
+        with ``cooldown``, one of the model's retrains ended with an outcome less than
+        ``cooldown`` ago (a failed or expired one does not count).
         """
         start, end, now = to_us(window_start), to_us(window_end), _now_us()
         table = retrains_table
@@ -231,9 +232,16 @@ class RetrainStore(TableStore):
         in_flight = and_(table.c.model_name == model_name, table.c.status == IN_FLIGHT)
         conditions = [breach, in_flight]
         if cooldown is not None:
+            # Only a retrain that reached an outcome (a candidate judged by the gate)
+            # holds the cooldown: a failed or expired one taught nothing, and holding
+            # it kept every later breach from retraining after one crash.
             since = now - int(cooldown / timedelta(microseconds=1))
             conditions.append(
-                and_(table.c.model_name == model_name, table.c.finished_at_us >= since)
+                and_(
+                    table.c.model_name == model_name,
+                    table.c.status == DONE,
+                    table.c.finished_at_us >= since,
+                )
             )
         values = {
             "id": f"rt-{uuid.uuid4().hex[:12]}",

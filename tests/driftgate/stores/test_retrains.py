@@ -83,6 +83,17 @@ def test_a_second_breach_while_one_is_in_flight_starts_nothing_until_it_ends(sto
     assert store.get(first.retrain.id).outcome.endswith("not promoted (gate failed)")
 
 
+def test_a_failed_or_expired_retrain_leaves_no_cooldown(store):
+    """Issue 29: a retrain that crashed (a contract breach on production rows) started
+    the cooldown, so no later breaching window retrained."""
+    crashed = claim(store, W1, cooldown=HOUR)
+    store.fail(crashed.retrain.id, "ContractBreach: columns.id.dtype")
+    second = claim(store, W2, cooldown=HOUR)
+    assert second.started and second.retrain.id != crashed.retrain.id
+    finish(store, second.retrain.id, promoted=False)  # an outcome: this one holds it
+    assert not claim(store, W3, cooldown=HOUR).started
+
+
 def test_a_failed_retrain_frees_the_slot(store):
     first = claim(store, W1)
     failed = store.fail(first.retrain.id, "RuntimeError: out of memory")
