@@ -23,6 +23,9 @@ from driftgate.training.data import DataError, Splits
 from driftgate.training.features import FeatureSpec, numeric_specs
 
 RAW_FILE = "raw.parquet"
+# Written into a retrain's prepared folder beside the splits: how many production rows
+# each split gained (jobs/retrain_data.py); its presence marks a retrain's data.
+WINDOW_ROWS_FILE = "window_rows.txt"
 SPLIT_FILES = {
     "train": "train.parquet",
     "validation": "validation.parquet",

@@ -41,7 +41,13 @@ from driftgate.training.data import (
     split_periods,
     split_reference,
 )
-from driftgate.training.prepared import SPLIT_FILES, PreparedData, file_md5, load_splits
+from driftgate.training.prepared import (
+    SPLIT_FILES,
+    WINDOW_ROWS_FILE,
+    PreparedData,
+    file_md5,
+    load_splits,
+)
 
 log = logging.getLogger(__name__)
 
@@ -268,9 +274,18 @@ def prepare_data(
     )
     contract_result = None
     if settings.contract is not None and validate_contract:
+        model_columns = None
+        if settings.prepared is not None and (folder / WINDOW_ROWS_FILE).is_file():
+            # A retrain's data: its production rows hold what the service received
+            # (the features) and the label, not the columns the model does not use
+            # (ids, other models' scores), which the reference rows hold. Judging those
+            # columns over both refused every such retrain ("column 'id' has dtype
+            # float64, expected int"); the contract is judged on what the model uses.
+            model_columns = [*features, settings.target, *filter(None, [settings.time])]
         contract_result = check_contract(
-            settings.contract, splits.reference, where, enforce=enforce_contract
-        )
+            settings.contract, splits.reference, where, enforce=enforce_contract,
+            only_columns=model_columns,
+        )  # fmt: skip
     return PreparedData(
         splits=splits,
         features=features,
@@ -301,12 +316,24 @@ def _relative_to(path: Path, root: Path) -> str:
         return str(path)
 
 
-def check_contract(contract_path: str, frame: pd.DataFrame, source: str, enforce: bool = True):
+def check_contract(
+    contract_path: str,
+    frame: pd.DataFrame,
+    source: str,
+    enforce: bool = True,
+    only_columns: list[str] | None = None,
+):
     """Validate ``frame`` (the reference period) with Great Expectations; raise
-    ContractBreach listing every broken rule, so nothing trains on broken data."""
+    ContractBreach listing every broken rule, so nothing trains on broken data. With
+    ``only_columns``, the contract's rules on those columns alone, on those columns."""
     from driftgate.data_contracts import Contract, validate_batch
 
-    result = validate_batch(Contract.load(contract_path), frame)
+    contract = Contract.load(contract_path)
+    if only_columns is not None:
+        kept = {name: spec for name, spec in contract.columns.items() if name in only_columns}
+        contract = contract.model_copy(update={"columns": kept})
+        frame = frame[[c for c in frame.columns if c in only_columns]]
+    result = validate_batch(contract, frame)
     if enforce and not result.passed:
         raise ContractBreach(source, result)
     log.info("data contract '%s': %d rules passed", result.contract, len(result.rules))

@@ -55,13 +55,13 @@ from driftgate.config import ProjectConfig
 from driftgate.jobs.data import prepare_data
 from driftgate.stores.labels import is_verified
 from driftgate.training.data import DataError, Splits, split_reference
-from driftgate.training.prepared import SPLIT_FILES, save_prepared
+from driftgate.training.prepared import SPLIT_FILES, WINDOW_ROWS_FILE, save_prepared
 
 log = logging.getLogger(__name__)
 
 SPLIT_NAMES = ("train", "validation", "test")
 # In the data folder: rows the window added to each split.
-ADDED_FILE = "window_rows.txt"
+ADDED_FILE = WINDOW_ROWS_FILE
 # Beside the data folder: this retrain found too few labelled records and trains on the
 # configured data.
 CONFIGURED_ONLY_FILE = "configured-data-only"

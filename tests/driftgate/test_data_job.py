@@ -212,3 +212,43 @@ def test_consecutive_integers_are_id_like_but_a_spread_count_is_not():
     assert _uninformative(pd.Series(np.arange(rows) * 997 + 20_000)) is None  # e.g. incomes
     assert _uninformative(pd.Series(np.arange(40))) is None  # too few rows to tell
     assert _uninformative(pd.Series([1.5] * 10 + [np.nan])).startswith("constant")
+
+
+def test_a_retrains_data_is_judged_by_the_contract_on_the_columns_the_model_uses(project):
+    """Issue 29: a retrain with an excluded id column that the contract requires crashed
+    with `ContractBreach: columns.OrderId.dtype: column 'OrderId' has dtype float64,
+    expected int`: the window's rows hold what the service received, not the id."""
+    from driftgate.data_contracts.breach import ContractBreach
+    from driftgate.jobs.retrain_data import _append
+    from driftgate.training.data import Splits
+    from driftgate.training.prepared import WINDOW_ROWS_FILE, save_prepared
+
+    inferred = CliRunner().invoke(
+        app, ["--config", str(project / "driftgate.yaml"), "contract", "infer", "--optional",
+              "timestamp"],
+    )  # fmt: skip
+    assert inferred.exit_code == 0, inferred.output
+    assert "OrderId: {dtype: int" in inferred.output  # the contract requires the id
+    contract = inferred.output + "  Returned: {dtype: int, required: false, categories: [0, 1]}\n"
+    (project / "contract.yaml").write_text(contract)
+    (project / "driftgate.yaml").write_text(CONFIG + "  contract: contract.yaml\n")
+    data = prepare_data(load_config(project / "driftgate.yaml"))
+    window = data.splits.train.head(20).drop(columns=["OrderId", "OtherModelScore"])
+    splits = Splits(
+        train=_append(data.splits.train, window),
+        validation=data.splits.validation,
+        test=data.splits.test,
+        production=data.splits.production,
+    )
+    folder = project / "retrain-data"
+    save_prepared(pd.concat([splits.reference, splits.production]), splits, folder)
+    (project / "driftgate.yaml").write_text(
+        CONFIG + "  contract: contract.yaml\n  prepared: retrain-data\n"
+    )
+    with pytest.raises(ContractBreach, match=r"OrderId.*float64, expected int"):
+        prepare_data(load_config(project / "driftgate.yaml"))  # not marked as a retrain's
+    (folder / WINDOW_ROWS_FILE).write_text("train 20\nvalidation 0\ntest 0\n")
+    retrained = prepare_data(load_config(project / "driftgate.yaml"))
+    assert retrained.contract_result.passed
+    assert len(retrained.splits.train) == len(data.splits.train) + 20
+    assert "OrderId" not in retrained.contract_result.columns  # judged on the model's columns
