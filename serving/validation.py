@@ -86,7 +86,12 @@ class FeatureChecker:
                 if name not in self.nullable:
                     errors.append(FieldError(name, "null not allowed", "model.feature"))
             elif name in self.boolean:
-                if not isinstance(value, str if name in self.boolean_as_text else bool):
+                canonical = (
+                    isinstance(value, str) and value in BOOLEAN_CATEGORIES
+                    if name in self.boolean_as_text
+                    else isinstance(value, bool)
+                )  # what normalise() makes of every spelling; anything else is refused
+                if not canonical:
                     errors.append(FieldError(name, _not_boolean(value), "model.feature"))
             elif name in self.categorical:
                 if isinstance(value, bool) or not isinstance(value, str | int):

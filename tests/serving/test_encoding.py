@@ -62,3 +62,19 @@ def test_an_integer_code_for_a_text_category_is_read_as_its_text(tmp_path):
     assert checker.validate(record) == []
     refused = checker.validate({"Region": "Mars", "Grade": "2", "Amount": 1.0})
     assert [e.rule for e in refused] == ["columns.Region.categories"]
+
+
+def test_a_boolean_the_contract_types_as_text_keeps_text_and_refuses_other_words(tmp_path):
+    """A CSV of "true"/"false" inferred as a string column: every spelling becomes the
+    text, and a word that is no boolean is refused by the model check, not scored as
+    an unseen category."""
+    contract = tmp_path / "contract.yaml"
+    contract.write_text("name: c\ncolumns:\n  Member: {dtype: string}\n  Amount: {dtype: float}\n")
+    specs = [FeatureSpec("Member", "categorical", ("false", "true")), FeatureSpec("Amount")]
+    checker = build_checker(specs, contract)
+    sent = [{"Member": value, "Amount": 1.0} for value in (True, "False", 1, "yes")]
+    records = checker.normalise(sent)
+    assert [r["Member"] for r in records] == ["true", "false", "true", "yes"]
+    assert [checker.validate(r) for r in records[:3]] == [[], [], []]
+    (refused,) = checker.validate(records[3])
+    assert refused.field == "Member" and refused.reason.startswith("expected a boolean")
