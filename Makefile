@@ -24,15 +24,15 @@ install: $(STAMP)  ## create .venv: pinned torch first, then driftgate with its 
 demo: $(STAMP)  ## the main job: train, log and register the model on embedded defaults
 	$(BIN)/driftgate demo
 
-# The whole suite in two runs that together select exactly -m "not slow": first the
-# tests that are safe beside a second worker (the unit tier, and the integration modules
-# marked parallel_safe: long CPU work, no server or timing), on two workers; then the
-# rest serially, since service tests assert latencies and recoveries that a second
-# worker's load makes flaky.
+# The whole suite in two runs that together select exactly -m "not slow": first every
+# test but the `serial` ones on two workers, a module per worker at a time (module
+# fixtures such as a trained model are built once); then the `serial` modules alone,
+# since they assert recoveries, latencies and kill timings that a second worker's load
+# would make flaky.
 test: $(STAMP)  ## lint, then the whole test suite (soak variants excluded: make soak)
 	$(BIN)/ruff check .
-	$(BIN)/pytest -m "not slow and (not integration or parallel_safe)" -n 2
-	$(BIN)/pytest -m "not slow and integration and not parallel_safe"
+	$(BIN)/pytest -m "not slow and not serial" -n 2 --dist loadfile
+	$(BIN)/pytest -m "not slow and serial"
 
 check: $(STAMP)  ## the inner loop: lint + the tests that need no model, server or flow (under 2 min)
 	$(BIN)/ruff check .

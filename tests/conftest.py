@@ -23,18 +23,19 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 # modules that say so themselves (`pytestmark = pytest.mark.integration`: long
 # simulations, CLI runs on a shared model).
 #
-# `make test` runs the unit tier on two workers, and with it the integration modules
-# marked `parallel_safe` (long CPU work with no server, port or timing assertion, so a
-# second worker's load cannot fail them); every other integration test runs serially.
+# `make test` runs every test but the `serial` ones on two workers (`--dist loadfile`: a
+# module's tests on one worker, so its fixtures are built once), then the `serial`
+# modules alone: those that assert a recovery, a latency or a kill timing, which a
+# second worker's load would make flaky. Each worker has its own session fixtures (its
+# own project folder, MLflow store and trained model); PostgreSQL tests make a database
+# of their own. A test that needs quiet to hold a time bound says so with
+# `pytestmark = pytest.mark.serial` and why.
 INTEGRATION_FOLDERS = ("driftgate", "serving", "flows", "infra", "examples")
 INTEGRATION_MODULES = ("test_dvc_pipeline.py", "test_security.py", "test_mlflow_clients.py")
 INTEGRATION_FIXTURES = frozenset(
     {"trained_model", "project_config", "project_dir", "registered", "mlflow_server"}
     | {"prefect_harness", "onnx_exported", "postgres_url"}
 )
-# What a `parallel_safe` test may not use: the shared model and servers above, and the
-# PostgreSQL stores (a second worker's load is what the serial pass keeps from them).
-PARALLEL_UNSAFE_FIXTURES = INTEGRATION_FIXTURES | {"store_url", "sample_url"}
 
 
 def pytest_collection_modifyitems(config, items):
@@ -47,12 +48,6 @@ def pytest_collection_modifyitems(config, items):
             or INTEGRATION_FIXTURES & set(getattr(item, "fixturenames", ()))
         ):
             item.add_marker(pytest.mark.integration)
-        unsafe = PARALLEL_UNSAFE_FIXTURES & set(getattr(item, "fixturenames", ()))
-        if item.get_closest_marker("parallel_safe") and unsafe:
-            raise pytest.UsageError(
-                f"{item.nodeid} is marked parallel_safe but uses {', '.join(sorted(unsafe))}:"
-                " make test would run it beside a second worker; drop the marker"
-            )
 
 
 @pytest.fixture(autouse=True)

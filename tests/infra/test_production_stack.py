@@ -42,6 +42,9 @@ from tests.infra.conftest import (
     with_driver,
 )
 
+# Serial in make test: it starts the whole stack under start-up deadlines.
+pytestmark = pytest.mark.serial
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 MODEL = "rainfall-classifier"

@@ -11,8 +11,7 @@ import pytest
 from benchmarks import alarm_calibration_bench as bench
 
 # Five minutes of seeded simulation: the whole suite runs it, the inner loop does not.
-# Pure numpy, no server or clock: `make test` runs it beside the unit tests on two workers.
-pytestmark = [pytest.mark.integration, pytest.mark.parallel_safe]
+pytestmark = pytest.mark.integration
 
 # The rare-levels table's two categorical features with the most levels (400 and 800).
 HIGH_CARDINALITY = ["cat_6", "cat_7"]

@@ -49,6 +49,9 @@ from tests.serving.conftest import (
     wait_for,
 )
 
+# Serial in make test: it asserts /healthz answers within 3 s, recoveries within 1 s.
+pytestmark = pytest.mark.serial
+
 
 def sqlite_settings(folder: Path, **extra) -> ServingSettings:
     return ServingSettings(

@@ -16,11 +16,15 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import httpx
+import pytest
 
 from driftgate.stores.labels import LabelStore
 from tests.conftest import free_port
 from tests.serving.conftest import records_of
 from tests.serving.test_sigkill import start_service
+
+# Serial in make test: it kills the service amid a timed stream of labels.
+pytestmark = pytest.mark.serial
 
 REQUESTS = 40
 RECORDS = 25

@@ -20,6 +20,9 @@ from tests.conftest import free_port
 from tests.serving.conftest import records_of
 from tests.serving.test_sigkill import start_service
 
+# Serial in make test: it runs a timed load phase.
+pytestmark = pytest.mark.serial
+
 CLIENTS = 16
 
 

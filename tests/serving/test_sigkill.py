@@ -29,6 +29,9 @@ from driftgate.stores.samples import SqlSampleStore
 from tests.conftest import free_port
 from tests.serving.conftest import REPO_ROOT, records_of
 
+# Serial in make test: its load phase must get 100+ requests acknowledged.
+pytestmark = pytest.mark.serial
+
 CLIENTS = 16
 LOAD_SECONDS = 2.0
 

@@ -27,6 +27,9 @@ from driftgate.stores.samples import SqlSampleStore
 from tests.serving.conftest import ThreadedService, admin_headers, records_of, wait_for
 from tests.serving.test_attack_classes import chattr, sqlite_settings, stored_ids, write_lock
 
+# Serial in make test: it asserts recoveries within seconds, a flood within a minute.
+pytestmark = pytest.mark.serial
+
 
 def readyz(service):
     return service.client.get("/readyz")
