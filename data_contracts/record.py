@@ -6,11 +6,15 @@ into a few plain Python comparisons. It imports neither GX nor pandas machinery.
 
 Semantics, shared with :func:`data_contracts.batch.validate_batch`: a record's value is
 an error exactly when GX would count that row as unexpected for one of the row-level
-rules (``dtype``, ``nulls``, ``range``, ``finite``, ``categories``). Batch tolerances
-(``max_null_share``, ``max_out_of_range_share``) are shares of a batch and mean nothing
-for one record, so they do not excuse a value here: a null in a column allowing 5%
-nulls is reported (the model cannot score it either). Only ``nullable: true``
-(share 1) makes a null acceptable. A required field that is absent is an error; an
+rules (``dtype``, ``nulls``, ``range``, ``finite``, ``categories``), with one
+exception, nulls. A null share is a property of a batch: a column whose contract
+tolerates some (``max_null_share`` above 0, or ``nullable: true``) accepts a null
+record, and the share is bounded where there is a batch (``validate_batch``, the
+``contract:nulls`` monitor on a window). Refusing every null there turned a tolerated
+10% share into per-record refusals (the model learns missing values it was trained
+with, see ``training.model``). A column with ``nullable: false`` (or share 0) refuses
+a null record. ``max_out_of_range_share`` does not excuse a value here: an
+out-of-range value is wrong in itself. A required field that is absent is an error; an
 extra field is one when the contract forbids extra columns. Rules about a whole batch
 (``row_count``, ``unique``) are not checked per record.
 
@@ -90,18 +94,10 @@ class _FieldCheck:
         self.required = spec.required
         self.dtype = spec.dtype
         self.types = _ACCEPTED_TYPES[spec.dtype]
-        share = spec.allowed_null_share
-        if share >= 1.0 or spec.nullable is True:
-            # nullable: true accepts a null record (a consumer can impute it); a
-            # max_null_share beside it bounds the share per batch, not per record.
-            self.null_reason = None
-        elif share == 0.0:
-            self.null_reason = "null not allowed"
-        else:
-            self.null_reason = (
-                f"null not allowed per record (the contract tolerates at most "
-                f"{share:.2%} nulls in a batch)"
-            )
+        # Any tolerated share accepts a null record: the share bounds a batch, not a
+        # record (module docstring).
+        tolerated = spec.allowed_null_share > 0.0 or spec.nullable is True
+        self.null_reason = None if tolerated else "null not allowed"
         # Missing bounds are infinite, so -inf passes a max-only range as it does in GX.
         self.low = spec.min if spec.min is not None else -math.inf
         self.high = spec.max if spec.max is not None else math.inf

@@ -65,7 +65,8 @@ class FeatureChecker:
         self.boolean_as_text = frozenset(boolean_as_text) & self.boolean
         self.allow_extra = allow_extra
         # Features whose null (JSON null) the model may score: driftgate models impute a
-        # missing input with the training mean. NaN and infinities stay refused.
+        # missing input (training mean, plus the indicator of a feature missing in
+        # training). NaN and infinities stay refused.
         self.nullable = frozenset(nullable)
 
     def normalise(self, records: list[dict]) -> list[dict]:
@@ -238,11 +239,21 @@ def build_checker(
         and spec.categories
     ]  # fmt: skip
     if contract_path is None:
-        return FeatureChecker(names, allow_extra=False, categorical=categorical, boolean=boolean)
+        # Without a contract, a feature the model learnt missing values for takes null.
+        learnt = [spec.name for spec in specs if spec.missing]
+        return FeatureChecker(
+            names, allow_extra=False, nullable=learnt, categorical=categorical, boolean=boolean
+        )
     from driftgate.data_contracts import Contract, RecordValidator
 
     contract = Contract.load(contract_path)
-    nullable = [name for name, spec in contract.columns.items() if spec.nullable is True]
+    # A column whose contract tolerates some nulls takes a null record (the share is a
+    # batch rule); one never missing in training (nullable: false) still refuses it.
+    nullable = [
+        name
+        for name, spec in contract.columns.items()
+        if spec.nullable is True or spec.allowed_null_share > 0
+    ]
     text = [
         name
         for name in categorical

@@ -371,8 +371,11 @@ def feature_specs_for(
             or pd.api.types.is_bool_dtype(column)
             or (name in declared and not pd.api.types.is_numeric_dtype(column))
         )
+        # Learnt from the training split: a feature missing there is one the model
+        # learns to score when missing (training.model), not one it refuses.
+        missing = bool(column.isna().any())
         if not kind_is_categorical:
-            specs.append(FeatureSpec(name))
+            specs.append(FeatureSpec(name, missing=missing))
             continue
         if name in declared:
             levels = list(declared[name])
@@ -383,7 +386,7 @@ def feature_specs_for(
         else:
             levels = sorted(column.dropna().unique().tolist(), key=_level_order)
         keys = list(dict.fromkeys(category_key(v) for v in levels))
-        specs.append(FeatureSpec(name, "categorical", tuple(keys)))
+        specs.append(FeatureSpec(name, "categorical", tuple(keys), missing=missing))
     return tuple(specs)
 
 
@@ -395,14 +398,19 @@ def _level_order(value: object) -> tuple[int, float, str]:
 
 
 def feature_matrix(
-    frame: pd.DataFrame, features: Sequence[str] | Sequence[FeatureSpec]
+    frame: pd.DataFrame,
+    features: Sequence[str] | Sequence[FeatureSpec],
+    *,
+    allow_missing: bool = False,
 ) -> np.ndarray:
     """The model input of ``frame`` as a float32 matrix, in the given order.
 
     ``features`` are names (all numeric) or :class:`FeatureSpec` (categorical values
     become codes, see :func:`~driftgate.training.features.encode_features`).
-    Raises DataError naming the column when one is missing, not numeric, or holds a
-    missing value or an infinity: a model must never train or score on those silently.
+    Raises DataError naming the column when one is missing, not numeric, or holds an
+    infinity (a model must never train or score on one silently: no imputation is
+    learnt for it). A missing value (NaN) is refused too unless ``allow_missing``:
+    the built-in model learns missing values (:mod:`driftgate.training.model`).
     """
     specs = [f if isinstance(f, FeatureSpec) else FeatureSpec(str(f)) for f in features]
     try:
@@ -411,11 +419,19 @@ def feature_matrix(
         raise DataError(str(exc.args[0])) from None
     except ValueError as exc:
         raise DataError(str(exc)) from None
-    bad_columns = ~np.isfinite(matrix)
+    infinite = np.isinf(matrix)
+    for index in np.flatnonzero(infinite.any(axis=0)):
+        bad = infinite[:, index]
+        raise DataError(
+            f"column '{specs[index].name}' has {int(bad.sum())} infinite value(s) "
+            f"(first at row {int(np.flatnonzero(bad)[0])}); a missing value is NaN or an "
+            "empty cell, an infinity is refused"
+        )
+    bad_columns = np.isnan(matrix) if not allow_missing else np.zeros((0, 0), dtype=bool)
     for index in np.flatnonzero(bad_columns.any(axis=0)):
         bad = bad_columns[:, index]
         raise DataError(
-            f"column '{specs[index].name}' has {int(bad.sum())} NaN/Inf value(s) "
+            f"column '{specs[index].name}' has {int(bad.sum())} NaN value(s) "
             f"(first at row {int(np.flatnonzero(bad)[0])})"
         )
     # Column-major, as pandas hands out a frame's float block: the same layout as

@@ -9,7 +9,9 @@ categories) and the model side (the built-in MLP, a user's own ``nn.Module`` bui
 * the model's input is always one float32 matrix, one column per feature in spec
   order: a numeric value as is, a categorical value as its code (the index into
   ``categories``), a category never seen in training as ``unseen_code``
-  (``len(categories)``), and a missing value as NaN. Tensors cannot hold strings, so
+  (``len(categories)``), and a missing value as NaN (a spec's ``missing`` says the
+  training split had some: the built-in module learns them, see
+  :mod:`driftgate.training.model`). Tensors cannot hold strings, so
   the string-to-code step is here, outside the module; what a code means
   (an embedding, one-hot, the unseen bucket) is inside the module, saved with its
   weights and exported with it.
@@ -43,6 +45,10 @@ class FeatureSpec:
     name: str
     kind: FeatureKind = "numeric"
     categories: tuple[str, ...] = field(default=())
+    # Whether the training split had missing values in this feature: the built-in model
+    # then learns them (a missing indicator input, or a missing category) and the
+    # service accepts a null for it without a contract.
+    missing: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in FEATURE_KINDS:
@@ -58,7 +64,9 @@ class FeatureSpec:
         return len(self.categories)
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "kind": self.kind, "categories": list(self.categories)}
+        data = {"name": self.name, "kind": self.kind, "categories": list(self.categories)}
+        # Written only when true: a spec without missing values reads as before.
+        return data | ({"missing": True} if self.missing else {})
 
     @classmethod
     def from_dict(cls, data: dict) -> FeatureSpec:
@@ -66,6 +74,7 @@ class FeatureSpec:
             name=str(data["name"]),
             kind=data.get("kind", "numeric"),
             categories=tuple(str(c) for c in data.get("categories", ())),
+            missing=bool(data.get("missing", False)),
         )
 
 
@@ -104,8 +113,7 @@ def encode_features(frame: pd.DataFrame, specs: Sequence[FeatureSpec]) -> np.nda
 
     Numeric columns are cast (a non-numeric one is a ``ValueError`` naming it);
     categorical columns become codes as described in the module docstring. Missing
-    values stay NaN: whether that is allowed is the caller's rule (training refuses
-    them, the service imputes inside the module).
+    values stay NaN: the model imputes them inside its own preprocessing.
     """
     absent = [s.name for s in specs if s.name not in frame.columns]
     if absent:

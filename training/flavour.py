@@ -388,6 +388,11 @@ def _builtin_arguments(spec: ModelSpec, params: TrainParams, n_features: int) ->
         "dropout": params.dropout,
     }
     categorical = any(f.kind == "categorical" for f in spec.features)
+    # The features missing in the training split (FeatureSpec.missing): the module
+    # learns them (an indicator input, or a missing category).
+    missing = [i for i, f in enumerate(spec.features) if f.missing]
+    if missing:
+        arguments["missing"] = missing
     if spec.task != "binary" or categorical:
         arguments |= {
             "task": spec.task,
@@ -402,7 +407,7 @@ def _builtin_arguments(spec: ModelSpec, params: TrainParams, n_features: int) ->
 def _numeric_standardization(spec: ModelSpec, train_x: np.ndarray) -> Standardization:
     """Mean/std per column on the training split; a categorical column keeps 0/1 (its
     codes are embedded, not standardised)."""
-    fitted = Standardization.fit(np.nan_to_num(train_x))
+    fitted = Standardization.fit(train_x)  # over the values present (NaN left out)
     categorical = [i for i, f in enumerate(spec.features) if f.kind == "categorical"]
     if not categorical:
         return Standardization.fit(train_x)

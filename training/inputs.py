@@ -1,7 +1,7 @@
 """A frame as a model sees it: the input matrix and the target, per task (no torch here).
 
 * :func:`model_inputs` — the float32 matrix of a frame in spec order; numeric columns
-  must be finite (a model never trains or scores on a NaN silently), categorical ones
+  may be missing (NaN, imputed inside the model) but never infinite, categorical ones
   become codes (:func:`driftgate.training.features.encode_features`).
 * :func:`learn_classes` / :func:`encode_target` — the target as the loss and the metrics
   read it: 0/1 for binary, the index into the classes learnt from the training split for
@@ -20,17 +20,36 @@ from driftgate.training.features import FeatureSpec, category_key, encode_featur
 
 
 def model_inputs(frame: pd.DataFrame, specs: Sequence[FeatureSpec]) -> np.ndarray:
-    """The model input of ``frame``; DataError naming a missing, non-numeric or
-    non-finite numeric column."""
+    """The model input of ``frame``; DataError naming a missing or non-numeric column,
+    or a numeric one holding an infinity. Missing values stay NaN: the model imputes
+    them (learnt on the training split, see :mod:`driftgate.training.model`)."""
     if all(spec.kind == "numeric" for spec in specs):
-        return feature_matrix(frame, [spec.name for spec in specs])
+        return feature_matrix(frame, [spec.name for spec in specs], allow_missing=True)
     numeric = [spec.name for spec in specs if spec.kind == "numeric"]
     if numeric:
-        feature_matrix(frame, numeric)  # the same checks, the same messages
+        feature_matrix(frame, numeric, allow_missing=True)  # the same checks and messages
     try:
         return encode_features(frame, specs)
     except (KeyError, ValueError) as exc:
         raise DataError(str(exc).strip("'\"")) from exc
+
+
+def refuse_unlearnt_missing(
+    frame: pd.DataFrame, specs: Sequence[FeatureSpec], setting: str
+) -> None:
+    """DataError naming the first feature with missing values in the training split,
+    for a module driftgate did not build: only the built-in model learns them (its own
+    imputation and indicators); a user's module would be handed NaN and diverge."""
+    for spec in specs:
+        if not spec.missing:
+            continue
+        absent = frame[spec.name].isna().to_numpy()
+        raise DataError(
+            f"column '{spec.name}' has {int(absent.sum())} missing value(s) in the training "
+            f"split (first at row {int(np.flatnonzero(absent)[0])}); the built-in model "
+            f"learns missing values, {setting} does not: impute them in the data or in "
+            "the module"
+        )
 
 
 def _class_order(key: str) -> tuple[int, float, str]:

@@ -4,7 +4,10 @@ The standardisation statistics (mean and standard deviation per feature) are com
 on the training split only and stored as buffers of the module, so they are saved with
 the weights and applied identically wherever the model is loaded: in the gate, in the
 service and in MLflow's pyfunc wrapper. Missing inputs (NaN) are imputed with the
-training mean, inside the module for the same reason.
+training mean, inside the module for the same reason; a feature that had missing values
+in the training split also gets a missing-indicator input (numeric) or its own missing
+category (categorical), so the model learns what a missing value says. Which features
+those are is a constructor argument (``missing``), stored in ``architecture.json``.
 """
 
 from __future__ import annotations
@@ -30,12 +33,20 @@ class Standardization:
 
     @classmethod
     def fit(cls, train_features: np.ndarray) -> Standardization:
+        """Over the values present: a missing value (NaN) is left out, so the mean is
+        the training mean of what was seen, the value a missing input is imputed with."""
         values = np.asarray(train_features, dtype=np.float64)
         if values.ndim != 2 or values.shape[0] == 0:
             raise ValueError(f"expected a non-empty 2-D feature matrix, got shape {values.shape}")
-        std = values.std(axis=0)
+        # Complete columns keep the exact arithmetic of before (seeded figures unchanged).
+        mean, std = values.mean(axis=0), values.std(axis=0)
+        for column in np.flatnonzero(np.isnan(values).any(axis=0)):
+            present = values[~np.isnan(values[:, column]), column]
+            # A column missing on every row is imputed with 0 (its indicator says it all).
+            mean[column] = present.mean() if len(present) else 0.0
+            std[column] = present.std() if len(present) else 1.0
         std = np.where(std < MIN_STD, 1.0, std)
-        return cls(mean=values.mean(axis=0), std=std)
+        return cls(mean=mean, std=std)
 
 
 # Width of a categorical feature's embedding: half its codes (unseen bucket included), capped.
@@ -72,6 +83,7 @@ class TabularClassifier(nn.Module):
         task: str = "binary",
         n_outputs: int = 1,
         cardinalities: Sequence[int | None] | None = None,
+        missing: Sequence[int] = (),
     ) -> None:
         super().__init__()
         self.n_features = n_features
@@ -89,6 +101,19 @@ class TabularClassifier(nn.Module):
         numeric = [i for i, c in enumerate(self.cardinalities) if c is None]
         categorical = [i for i, c in enumerate(self.cardinalities) if c is not None]
         self._mixed = bool(categorical)
+        # Features that had missing values in the training split: a numeric one gets a
+        # missing-indicator input (is it missing?) beside its imputed value, so the model
+        # learns what "missing" means instead of reading it as the mean; a categorical
+        # one gets its own missing category (an embedding row after the unseen bucket).
+        self.missing = tuple(sorted(int(i) for i in missing))
+        if any(not 0 <= i < n_features for i in self.missing):
+            raise ValueError(f"missing names feature(s) outside 0..{n_features - 1}")
+        indicated = [i for i in self.missing if self.cardinalities[i] is None]
+        missing_level = {i for i in self.missing if self.cardinalities[i] is not None}
+        # Buffers only when used: an empty index would not export to ONNX, and a model
+        # without missing values keeps the state dict of before.
+        self._indicated = bool(indicated)
+        self._missing_level = bool(missing_level)
         self.register_buffer("feature_mean", torch.zeros(n_features))
         self.register_buffer("feature_std", torch.ones(n_features))
         if standardization is not None:
@@ -102,6 +127,21 @@ class TabularClassifier(nn.Module):
                 torch.tensor([self.cardinalities[i] for i in categorical], dtype=torch.float32),
             )
             width = len(numeric)
+        if self._indicated:
+            self.register_buffer("indicator_index", torch.tensor(indicated, dtype=torch.long))
+            width += len(indicated)
+        if self._missing_level:
+            self.register_buffer(
+                "missing_code",
+                torch.tensor(
+                    [
+                        # The missing category's code; without one, NaN stays unseen.
+                        self.cardinalities[i] + (1 if i in missing_level else 0)
+                        for i in categorical
+                    ],
+                    dtype=torch.float32,
+                ),
+            )
         if task == "regression":
             # The target is standardised for the loss; the output is in the target's units.
             self.register_buffer("target_mean", torch.zeros(()))
@@ -116,7 +156,10 @@ class TabularClassifier(nn.Module):
         self.network = nn.Sequential(*layers)
         # Created after the network, so an all-numeric model's seeded weights are unchanged.
         self.embeddings = nn.ModuleList(
-            nn.Embedding(self.cardinalities[i] + 1, embedding_dim(self.cardinalities[i]))
+            nn.Embedding(
+                self.cardinalities[i] + 1 + (i in missing_level),
+                embedding_dim(self.cardinalities[i]),
+            )
             for i in categorical
         )
 
@@ -137,19 +180,27 @@ class TabularClassifier(nn.Module):
     def _inputs(self, features: torch.Tensor) -> torch.Tensor:
         standardized = (features - self.feature_mean) / self.feature_std
         # A missing input (NaN) is imputed with the training mean (0 after standardising),
-        # so one silent sensor degrades a prediction instead of making it NaN. Training
-        # refuses NaNs outright; in production the missing-values monitor watches the share.
-        standardized = torch.where(
-            torch.isnan(standardized), torch.zeros_like(standardized), standardized
-        )
+        # so one silent sensor degrades a prediction instead of making it NaN. A feature
+        # missing in training also has its indicator input (below), so the model learnt
+        # what its absence means; in production the missing-share monitor watches it.
+        absent = torch.isnan(standardized)
+        standardized = torch.where(absent, torch.zeros_like(standardized), standardized)
+        indicators = []
+        if self._indicated:
+            indicators = [torch.index_select(absent, 1, self.indicator_index).to(features.dtype)]
         if not self._mixed:
-            return standardized
-        parts = [torch.index_select(standardized, 1, self.numeric_index)]
+            return torch.cat([standardized, *indicators], dim=1) if indicators else standardized
+        parts = [torch.index_select(standardized, 1, self.numeric_index), *indicators]
         codes = torch.index_select(features, 1, self.categorical_index)
-        # NaN, a negative or a too-large code all land in the unseen bucket.
+        # A negative or a too-large code lands in the unseen bucket, and so does NaN
+        # unless the feature was missing in training (its own missing category).
         unseen = self.unseen_code.expand_as(codes)
         valid = (codes >= 0) & (codes < unseen)
-        codes = torch.where(valid, codes, unseen).long()
+        codes_or_unseen = torch.where(valid, codes, unseen)
+        if self._missing_level:
+            missing_code = self.missing_code.expand_as(codes)
+            codes_or_unseen = torch.where(torch.isnan(codes), missing_code, codes_or_unseen)
+        codes = codes_or_unseen.long()
         for position, embedding in enumerate(self.embeddings):
             parts.append(embedding(codes[:, position]))
         return torch.cat(parts, dim=1)
@@ -179,6 +230,8 @@ class TabularClassifier(nn.Module):
                 "n_outputs": self.n_outputs,
                 "cardinalities": list(self.cardinalities),
             }
+        if self.missing:
+            architecture["missing"] = list(self.missing)
         return architecture
 
 

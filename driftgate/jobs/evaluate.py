@@ -25,7 +25,6 @@ from driftgate.training.curves import (
     expected_calibration_error,
     roc_points,
 )
-from driftgate.training.data import feature_matrix
 from driftgate.training.evaluate import classification_metrics, task_metrics
 from driftgate.training.inputs import encode_target, learn_classes, model_inputs
 
@@ -59,7 +58,7 @@ def evaluate_candidate(
         frame = getattr(data.splits, split)
         labels = frame[data.target].to_numpy()
         probabilities = np.asarray(
-            model.predict(feature_matrix(frame, data.specs)), dtype=np.float64
+            model.predict(model_inputs(frame, data.specs)), dtype=np.float64
         ).ravel()
         table = calibration_table(labels, probabilities, bins)
         metrics[prefix] = {

@@ -32,12 +32,18 @@ from driftgate.training.flavour import (
     TrainingData,
     check_output_shape,
     flavour_of,
+    plugin_setting,
     run_user_training,
     set_plugin_root,
     user_training,
     with_builtin_arguments,
 )
-from driftgate.training.inputs import encode_target, learn_classes, model_inputs
+from driftgate.training.inputs import (
+    encode_target,
+    learn_classes,
+    model_inputs,
+    refuse_unlearnt_missing,
+)
 from driftgate.training.train import EpochRecord, TrainingResult, seed_everything, train_model
 
 log = logging.getLogger(__name__)
@@ -88,6 +94,8 @@ def fit_model(
     set_plugin_root(config.root)
     spec = model_spec(config, data)
     splits, specs = data.splits, spec.features
+    if spec.flavour != BUILTIN:
+        refuse_unlearnt_missing(splits.train, specs, plugin_setting(spec))
     train_x, val_x = model_inputs(splits.train, specs), model_inputs(splits.validation, specs)
     train_y = split_targets(spec, data, splits.train, "training")
     val_y = split_targets(spec, data, splits.validation, "validation")

@@ -1,4 +1,5 @@
-"""Both validators agree: a value is flagged per record exactly when GX flags its row.
+"""Both validators agree: a value is flagged per record exactly when GX flags its row
+(but for a null in a column tolerating a share of them, a batch rule).
 
 Hypothesis builds small batches of records mixing good values with nulls, NaN,
 infinities, out-of-range numbers, strings in numeric fields and unseen categories. The
@@ -92,7 +93,14 @@ def assert_agreement(batch: list[dict]) -> None:
         for error in RECORDS.validate(record)
     }
     comparable = {flag for flag in flagged_by_records if flag[1:] in judged}
-    assert comparable == flagged_by_gx
+    # The one deliberate difference (issue 30): GX flags each null row of a column that
+    # tolerates a share of nulls; the share bounds a batch, so a record is not refused.
+    tolerated = {
+        flag
+        for flag in flagged_by_gx
+        if flag[2] == "nulls" and CONTRACT.columns[flag[1]].allowed_null_share > 0
+    }
+    assert comparable == flagged_by_gx - tolerated
 
 
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -90,11 +90,17 @@ def test_every_broken_field_is_reported(validator: RecordValidator, good_record)
     assert [e.field for e in validator.validate(record)] == ["temperature", "visibility", "rain"]
 
 
-def test_tolerant_null_share_still_refuses_a_null_record(contract: Contract, good_record) -> None:
+def test_a_tolerated_null_share_accepts_a_null_record(contract: Contract, good_record) -> None:
+    # Issue 30: a share is a batch rule; refusing each null made a tolerated 10% share
+    # into per-record refusals of normal traffic.
     tolerant = RecordValidator.from_contract(
         with_column(contract, "temperature", nullable=None, max_null_share=0.05)
     )
-    (error,) = tolerant.validate({**good_record, "temperature": None})
-    assert "5.00%" in error.reason
+    assert tolerant.validate({**good_record, "temperature": None}) == []
     nullable = RecordValidator.from_contract(with_column(contract, "temperature", nullable=True))
     assert nullable.validate({**good_record, "temperature": None}) == []
+    strict = RecordValidator.from_contract(
+        with_column(contract, "temperature", nullable=False, max_null_share=None)
+    )
+    (error,) = strict.validate({**good_record, "temperature": None})
+    assert (error.field, error.reason) == ("temperature", "null not allowed")

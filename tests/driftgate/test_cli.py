@@ -362,3 +362,42 @@ def test_a_bad_plugin_is_one_message_naming_the_setting_never_a_traceback(
     assert message in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "state" / "mlflow.db").exists()  # it failed before MLflow
+
+
+@pytest.mark.parametrize(
+    ("cell", "model", "message"),
+    [
+        (
+            "inf",
+            {},
+            "column 'a' has 1 infinite value(s) (first at row 5); a missing value is NaN or "
+            "an empty cell, an infinity is refused",
+        ),
+        (
+            "",
+            {"factory": "plug:build"},
+            "column 'a' has 1 missing value(s) in the training split (first at row 5); the "
+            "built-in model learns missing values, model.factory does not",
+        ),
+    ],
+)
+def test_what_training_cannot_learn_is_one_message_naming_the_column(
+    tmp_path, cell, model, message
+):
+    """Issue 30: a missing value is learnt by the built-in model; an infinity, or a
+    missing value handed to a user's module, is exit 2 naming the column, before MLflow
+    (before: every NaN was refused as 'NaN/Inf value(s)')."""
+    rows = [f"{i % 7},{i % 3},{i % 2}" for i in range(40)]
+    rows[5] = f"{cell},{5 % 3},1"
+    (tmp_path / "data.csv").write_text("a,b,y\n" + "\n".join(rows) + "\n")
+    (tmp_path / "plug.py").write_text(PLUGINS)
+    settings = "".join(f"  {key}: {value}\n" for key, value in model.items())
+    (tmp_path / "driftgate.yaml").write_text(
+        f"home: state\nmodel:\n  name: unlearnt\n{settings}"
+        "data:\n  source: data.csv\n  target: y\n  reference_rows: 40\n"
+    )
+    result = driftgate("--config", "driftgate.yaml", "train", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "state" / "mlflow.db").exists()

@@ -125,11 +125,12 @@ def test_state_dict_artifact_reloads_with_weights_only(trained_model, tmp_path):
     np.testing.assert_array_equal(predict_proba(manual, features), predict_proba(rebuilt, features))
 
 
-def test_nan_in_training_data_is_refused_naming_the_column(trained_model):
-
+def test_infinity_in_training_data_is_refused_naming_the_column(trained_model):
+    # A NaN is a missing value the model learns (tests/training/test_missing_values.py);
+    # an infinity has no learnt meaning and stays refused.
     data = trained_model.data
     broken_train = data.splits.train.copy()
-    broken_train.iloc[100, broken_train.columns.get_loc("visibility")] = np.nan
+    broken_train.iloc[100, broken_train.columns.get_loc("visibility")] = np.inf
     broken = job.PreparedData(
         splits=type(data.splits)(
             broken_train, data.splits.validation, data.splits.test, data.splits.production
@@ -138,7 +139,7 @@ def test_nan_in_training_data_is_refused_naming_the_column(trained_model):
         target=data.target,
         digest="x",
     )
-    with pytest.raises(DataError, match="column 'visibility' has 1 NaN"):
+    with pytest.raises(DataError, match=r"column 'visibility' has 1 infinite value\(s\)"):
         job.fit_model(trained_model.config, broken, on_epoch=None)
 
 

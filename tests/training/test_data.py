@@ -58,7 +58,7 @@ def test_nan_in_features_names_the_column_and_the_row(rainfall):
     frame = rainfall.head(100).copy()
     frame.loc[37, "dew_point"] = np.nan
     with pytest.raises(
-        DataError, match=r"column 'dew_point' has 1 NaN/Inf value\(s\) \(first at row 37\)"
+        DataError, match=r"column 'dew_point' has 1 NaN value\(s\) \(first at row 37\)"
     ):
         feature_matrix(frame, RAINFALL_FEATURES)
 
