@@ -73,6 +73,7 @@ def test_no_drift_windows_stay_reliable_and_are_judged(binary, regression):
         result = evaluate_output_monitor(monitor("performance_estimate:accuracy"), binary, samples)
         assert result.status == "ok", result
         assert result.details["reliability"]["outside_share"] <= MAX_OUTSIDE_SHARE
+        assert binary.support.limit < MAX_OUTSIDE_SHARE + 0.01  # 3 numbers, 3,000 rows
         features, prediction, _ = regression_data(rng, 200)
         result = evaluate_output_monitor(
             monitor("performance_estimate:mae", 0.3), regression, window(features, prediction)
@@ -87,6 +88,18 @@ def test_a_shift_inside_the_support_is_still_estimated(binary):
     samples = pd.concat([features, output_frame("binary", p, 0.5)], axis=1)
     result = evaluate_output_monitor(monitor("performance_estimate:accuracy"), binary, samples)
     assert result.status == "ok" and result.observed is not None
+
+
+def test_the_limit_allows_for_a_small_references_own_extremes():
+    """150 reference rows, 10 numbers: 12.5% of no-drift records are outside some range
+    by chance; the limit adds the 10% of a shift to that, so a no-drift window passes."""
+    rng = np.random.default_rng(28)
+    support = Support.fit(pd.DataFrame(rng.normal(size=(150, 10))).rename(columns=str))
+    assert support.chance_share == pytest.approx(1 - (1 - 2 / 151) ** 10)
+    calm = pd.DataFrame(rng.normal(size=(2000, 10))).rename(columns=str)
+    check = support.check(calm)
+    assert check["outside_share"] > MAX_OUTSIDE_SHARE and check["reliable"], check
+    assert not support.check(calm + 1.5)["reliable"]
 
 
 def test_the_support_round_trips_and_a_profile_without_it_is_unchecked(binary, tmp_path):
