@@ -195,7 +195,10 @@ def window_of(case: Case, part: slice) -> pd.DataFrame:
 
 
 def driftgate_estimates(case: Case, metrics: tuple[str, ...]) -> pd.DataFrame:
-    """Per chunk and metric: realized, estimated, sampling error, reliability."""
+    """Per chunk and metric: realized, estimated, sampling error, reliability (and for
+    multiclass ROC AUC the realized AUC of the full probabilities, ``realized_full``)."""
+    from sklearn.metrics import roc_auc_score
+
     profile = OutputsProfile.fit(
         case.task,
         case.reference_outputs,
@@ -222,6 +225,11 @@ def driftgate_estimates(case: Case, metrics: tuple[str, ...]) -> pd.DataFrame:
                     "outside_share": estimate.reliability.get("outside_share", 0.0),
                 }
             )
+            if case.task == "multiclass" and metric == "roc_auc":
+                # What NannyML is scored against: the AUC of every class's probability.
+                rows[-1]["realized_full"] = roc_auc_score(
+                    case.analysis_target[part], case.analysis_outputs[part], multi_class="ovr"
+                )
     return pd.DataFrame(rows)
 
 
@@ -280,6 +288,9 @@ def summary(found: pd.DataFrame) -> pd.DataFrame:
     within 1.96 sampling errors and the share reported reliable."""
     found = found.assign(error=(found["estimated"] - found["realized"]).abs())
     columns = {"mae_vs_realized": ("error", "mean"), "chunks": ("error", "size")}
+    if "realized_full" in found:
+        found = found.assign(full=(found["estimated"] - found["realized_full"]).abs())
+        columns["mae_vs_full_probabilities"] = ("full", "mean")
     if "standard_error" in found:
         found = found.assign(inside=found["error"] <= 1.96 * found["standard_error"])
         columns |= {"within_1.96_se": ("inside", "mean"), "reliable": ("reliable", "mean")}
