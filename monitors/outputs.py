@@ -149,9 +149,9 @@ class OutputsProfile:
         state: Metric -> what the metric fitted beyond the calibrator, as JSON numbers
             (regression: DLE's loss model, :mod:`monitors.estimates.loss_model`).
         support: The reference's support of the features and the output value, what an
-            estimate's reliability is checked against (:mod:`monitors.estimates.reliability`);
-            None when fitted without features (then only the output value is checked,
-            or nothing on a profile from before the check).
+            estimate's reliability is checked against (:mod:`monitors.estimates.reliability`;
+            the output value only when fitted without features); None on a profile
+            fitted before the check (then nothing is checked).
     """
 
     task: str

@@ -231,6 +231,9 @@ class DirectLossEstimate(EstimatedMetric):
         columns = [VALUE_COLUMN, *named]
         joined = feature_frame(features, frame)
         losses = self.loss(np.asarray(target, dtype=np.float64), frame[VALUE_COLUMN].to_numpy())
+        if not np.isfinite(losses).all():
+            bad = int((~np.isfinite(losses)).sum())
+            raise OutputsError(f"{bad} of {losses.size} reference targets give no finite loss")
         model = LossModel.fit(joined, columns, losses)
         return {
             "loss_model": model.to_json(),

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from driftgate.monitors.actions.registry import ActionRequest
 from driftgate.monitors.kinds.outputs import evaluate_output_monitor
 from driftgate.monitors.outputs import OutputsProfile, output_frame
 from driftgate.monitors.rules import Monitor
@@ -75,6 +76,14 @@ def test_the_monitor_breaches_on_a_rise_and_not_on_a_calm_window(profile, metric
     assert worse.status == "ok" and worse.breached, worse
     assert worse.details["drop"] >= 0.3 and worse.details["higher_is_better"] is False
     assert worse.details["floor"] is None  # an error has no worst value
+    request = ActionRequest(
+        model_name="m",
+        model_version="1",
+        start=pd.Timestamp("2040-01-01", tz="UTC"),
+        end=pd.Timestamp("2040-01-02", tz="UTC"),
+        result=worse,
+    )
+    assert f"a rise of {worse.details['drop']:.4g} >= 0.3 from the reference" in request.what
     features, prediction, _ = regression_data(rng, 500)
     calm = evaluate_output_monitor(rule, profile, window(features, prediction))
     assert calm.status == "ok" and not calm.breached, calm
@@ -127,3 +136,10 @@ def test_a_window_without_the_features_is_insufficient_not_a_crash(profile):
     samples = window(features, prediction).drop(columns="segment")
     result = evaluate_output_monitor(monitor("performance_estimate:mae", 0.3), profile, samples)
     assert result.status == "insufficient_data" and "'segment'" in result.reason
+
+
+def test_a_reference_target_without_a_finite_loss_leaves_the_metric_out_not_a_crash():
+    features, prediction, target = regression_data(np.random.default_rng(18), 300)
+    target[5] = np.nan
+    profile = OutputsProfile.fit("regression", prediction, target, features=features)
+    assert profile.estimated == {} and profile.state == {}
