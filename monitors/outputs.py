@@ -24,6 +24,7 @@ Nothing is pickled: the calibrator is its isotonic knots in JSON.
 from __future__ import annotations
 
 import json
+import logging
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,8 +43,11 @@ from driftgate.monitors.estimates.calibration import (  # noqa: F401 - part of t
     expected_roc_auc,
     hanley_mcneil_se,
 )
+from driftgate.monitors.estimates.loss_model import feature_frame
 from driftgate.monitors.estimates.registry import SPREAD_ROWS  # noqa: F401 - re-exported
+from driftgate.monitors.estimates.reliability import Support, support_columns
 
+log = logging.getLogger(__name__)
 OUTPUTS_JSON = "outputs.json"
 OUTPUTS_PROFILE_DIR = "profile"
 OUTPUTS_FORMAT_VERSION = 1
@@ -91,13 +95,23 @@ class Estimate:
     reference_realized: float
     null_error: float = float("nan")
     null_bias: float = 0.0
-    floor: float = 0.0  # the lowest value the estimate can take
+    floor: float = 0.0  # the worst value the estimate can take (an error metric: inf)
+    higher_is_better: bool = True
+    reliability: dict[str, Any] = field(default_factory=dict)
 
     @property
     def drop(self) -> float:
-        """How far the estimate is below the reference estimate, net of the estimate's
-        no-drift bias at this window's size (what a breach is decided on)."""
-        return self.reference_estimate + self.null_bias - self.value
+        """How much worse the estimate is than the reference estimate (below it for a
+        score, above it for an error metric), net of the estimate's no-drift bias at
+        this window's size (what a breach is decided on)."""
+        expected = self.reference_estimate + self.null_bias
+        return expected - self.value if self.higher_is_better else self.value - expected
+
+    @property
+    def room(self) -> float:
+        """The largest drop any window could show (to :attr:`floor`)."""
+        expected = self.reference_estimate + self.null_bias
+        return expected - self.floor if self.higher_is_better else self.floor - expected
 
     def to_dict(self) -> dict[str, float | int | str]:
         return {
@@ -106,11 +120,13 @@ class Estimate:
             "standard_error": self.standard_error,
             "null_error": self.null_error,
             "null_bias": self.null_bias,
-            "floor": self.floor,
+            "floor": self.floor if math.isfinite(self.floor) else None,
+            "higher_is_better": self.higher_is_better,
             "rows": self.rows,
             "reference_estimate": self.reference_estimate,
             "reference_realized": self.reference_realized,
             "drop": self.drop,
+            "reliability": self.reliability,
         }
 
 
@@ -130,6 +146,12 @@ class OutputsProfile:
             deviation of the estimate on windows of those sizes, times ``sqrt(rows)``.
         positive_share: Binary: the reference's share of class 1.
         split: Which split the outputs are from.
+        state: Metric -> what the metric fitted beyond the calibrator, as JSON numbers
+            (regression: DLE's loss model, :mod:`monitors.estimates.loss_model`).
+        support: The reference's support of the features and the output value, what an
+            estimate's reliability is checked against (:mod:`monitors.estimates.reliability`;
+            the output value only when fitted without features); None on a profile
+            fitted before the check (then nothing is checked).
     """
 
     task: str
@@ -142,6 +164,8 @@ class OutputsProfile:
     spread: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     positive_share: float | None = None
     split: str = "validation"
+    state: dict[str, dict[str, Any]] = field(default_factory=dict)
+    support: Support | None = None
 
     @property
     def rows(self) -> int:
@@ -161,9 +185,14 @@ class OutputsProfile:
         classes: tuple[str, ...] = (),
         decision_threshold: float = 0.5,
         split: str = "validation",
+        features: pd.DataFrame | None = None,
     ) -> OutputsProfile:
         """Profile the ``outputs`` of a reference split and calibrate them on ``target``
-        (binary 0/1, multiclass the class index, regression the value)."""
+        (binary 0/1, multiclass the class index, regression the value); ``features``
+        (the split's model inputs, row for row) fit what a metric needs of them (DLE's
+        loss model) and the support every estimate's reliability is checked against.
+        A metric that cannot be fitted (regression without features) is left out of
+        the profile, with a warning: its monitor then says so."""
         from driftgate.monitors.profile import ReferenceProfile
 
         outputs = np.asarray(outputs, dtype=np.float64)
@@ -184,23 +213,37 @@ class OutputsProfile:
             profile=profile,
             split=split,
         )
+        if features is not None and len(features) != len(frame):
+            raise OutputsError(f"{len(features)} rows of features for {len(frame)} {split} outputs")
+        supported = frame[support_columns(frame)]
+        fitted.support = Support.fit(
+            supported if features is None else feature_frame(features, supported)
+        )
         if task == "regression":
-            return fitted
-        target = np.asarray(target).astype(int)
-        if task == "binary":
-            fitted.calibrator = Calibrator.fit(frame[VALUE_COLUMN].to_numpy(), target)
-            fitted.positive_share = float(target.mean())
-        hits = frame[CLASS_COLUMN].to_numpy() == target
-        if task == "multiclass":
-            fitted.calibrator = Calibrator.fit(frame[VALUE_COLUMN].to_numpy(), hits)
-        fitted.realized = realized_metrics(task, frame, target)
-        fitted.estimated = {
-            metric: get_estimate(task, metric).value(fitted, frame) for metric in estimable(task)
-        }
-        outcomes = target if task == "binary" else hits
-        fitted.spread = {
-            metric: _spread(fitted, frame, metric, outcomes) for metric in fitted.estimated
-        }
+            target = np.asarray(target, dtype=np.float64)
+            outcomes = target
+        else:
+            target = np.asarray(target).astype(int)
+            hits = frame[CLASS_COLUMN].to_numpy() == target
+            if task == "binary":
+                fitted.calibrator = Calibrator.fit(frame[VALUE_COLUMN].to_numpy(), target)
+                fitted.positive_share = float(target.mean())
+            if task == "multiclass":
+                fitted.calibrator = Calibrator.fit(frame[VALUE_COLUMN].to_numpy(), hits)
+            outcomes = target if task == "binary" else hits
+        joined = feature_frame(features, frame)
+        for metric in estimable(task):
+            estimate = get_estimate(task, metric)
+            try:
+                fitted.state[metric] = estimate.fit(fitted, frame, target, features)
+            except OutputsError as exc:
+                log.warning("performance_estimate:%s is not profiled: %s", metric, exc)
+                continue
+            window = joined if estimate.uses_features else frame
+            fitted.realized[metric] = estimate.realized(frame, target)
+            fitted.estimated[metric] = estimate.value(fitted, window)
+            fitted.spread[metric] = _spread(fitted, window, metric, outcomes)
+        fitted.state = {m: s for m, s in fitted.state.items() if s}
         return fitted
 
     def null_error(self, metric: str, rows: int) -> float:
@@ -238,7 +281,8 @@ class OutputsProfile:
                 f"(estimable: {', '.join(estimable(self.task)) or 'none'})"
             )
         rows = len(frame)
-        value = get_estimate(self.task, metric).value(self, frame) if rows else float("nan")
+        estimated = get_estimate(self.task, metric)
+        value = estimated.value(self, frame) if rows else float("nan")
         return Estimate(
             metric=metric,
             value=value,
@@ -249,7 +293,28 @@ class OutputsProfile:
             null_error=self.null_error(metric, rows),
             null_bias=self.null_bias(metric, rows),
             floor=self.floor(metric),
+            higher_is_better=estimated.higher_is_better,
+            reliability=self.reliability(frame),
         )
+
+    def reliability(self, frame: pd.DataFrame) -> dict[str, Any]:
+        """Whether the window lies where the reference did (the estimate's assumption,
+        :mod:`monitors.estimates.reliability`); reliable, unchecked, on a profile fitted
+        before the check."""
+        if self.support is None:
+            return {"reliable": True, "checked": 0}
+        return self.support.check(frame)
+
+    @property
+    def feature_columns(self) -> list[str]:
+        """The window columns besides the outputs that the estimates read: the support's
+        and the loss models'."""
+        columns = []
+        if self.support is not None:
+            columns += [*self.support.ranges, *self.support.levels]
+        for state in self.state.values():
+            columns += state.get("loss_model", {}).get("columns", [])
+        return [c for c in dict.fromkeys(columns) if c not in self.columns]
 
     def floor(self, metric: str) -> float:
         """The lowest estimate any window can give (ROC AUC 0.5, the calibrator being
@@ -273,6 +338,8 @@ class OutputsProfile:
             "realized": self.realized,
             "estimated": self.estimated,
             "spread": self.spread,
+            "state": self.state,
+            "support": None if self.support is None else self.support.to_json(),
         }
         (folder / OUTPUTS_JSON).write_text(json.dumps(document, indent=2, allow_nan=False))
         return folder
@@ -294,6 +361,7 @@ class OutputsProfile:
                 f"{OUTPUTS_FORMAT_VERSION})"
             )
         calibrator = document.get("calibrator")
+        support = document.get("support")  # absent: fitted before the reliability check
         return cls(
             task=document["task"],
             classes=tuple(document["classes"]),
@@ -305,6 +373,8 @@ class OutputsProfile:
             spread=document.get("spread", {}),
             positive_share=document.get("positive_share"),
             split=document.get("split", "validation"),
+            state=document.get("state", {}),
+            support=None if support is None else Support.from_json(support),
         )
 
 
@@ -342,9 +412,16 @@ def _spread(
 ) -> dict[str, Any]:
     """The estimate's no-drift spread (see :attr:`OutputsProfile.spread`, the metric's
     own) and the reference estimate's own error (:func:`_reference_std`)."""
-    reference = _reference_std(profile, frame, metric, np.asarray(outcomes))
-    calibrated = profile.calibrator(frame[VALUE_COLUMN].to_numpy(dtype=np.float64))
-    spread = get_estimate(profile.task, metric).spread(profile, frame, calibrated)
+    estimate = get_estimate(profile.task, metric)
+    reference = estimate.reference_std(profile, frame, outcomes)
+    if reference is None:
+        reference = _reference_std(profile, frame, metric, np.asarray(outcomes))
+    calibrated = (
+        None
+        if profile.calibrator is None
+        else profile.calibrator(frame[VALUE_COLUMN].to_numpy(dtype=np.float64))
+    )
+    spread = estimate.spread(profile, frame, calibrated)
     return {**spread, "reference_std": reference}
 
 
@@ -373,19 +450,37 @@ def decide_estimate(estimate: Estimate, threshold: float, level: float | None) -
         "p_value": p_value,
         "min_detectable": detectable,
         # Insufficient: even the lowest possible estimate would not be a significant drop.
-        "insufficient": not math.isfinite(detectable)
-        or detectable > estimate.reference_estimate + estimate.null_bias - estimate.floor,
+        "insufficient": not math.isfinite(detectable) or detectable > estimate.room,
     }
 
 
 # -- monitors -------------------------------------------------------------------------
+def inapplicable_estimate(metric: str, outputs: OutputsProfile | None) -> str | None:
+    """Why the monitor metric ``metric`` is a ``performance_estimate`` the champion's
+    task has no estimate of, or None (it applies, is another kind, or the champion has
+    no outputs profile: its monitor says so when it runs)."""
+    from driftgate.monitors.results import PERFORMANCE_ESTIMATE, split_metric
+
+    kind, argument = split_metric(metric)
+    if kind != PERFORMANCE_ESTIMATE or outputs is None or argument in estimable(outputs.task):
+        return None
+    return (
+        f"{metric} does not apply to the champion, a {outputs.task} model "
+        f"(estimable: {', '.join(estimable(outputs.task)) or 'none'})"
+    )
+
+
 def window_outputs(samples: pd.DataFrame, outputs: OutputsProfile) -> pd.DataFrame:
     """The window's stored output columns that the profile has, as profiled (the value
-    as a number, the class as its integer)."""
+    as a number, the class as its integer), and the feature columns its estimates read
+    (:attr:`OutputsProfile.feature_columns`) that the samples hold, as stored."""
     frame = pd.DataFrame(index=samples.index)
     for column in outputs.columns:
         values = pd.to_numeric(samples[column], errors="coerce")
         frame[column] = values if column == VALUE_COLUMN else values.astype("Int64")
+    for column in outputs.feature_columns:
+        if column in samples:
+            frame[column] = samples[column]
     return frame
 
 
@@ -515,13 +610,29 @@ def _performance_estimate(
             **base,
             status="error",
             reason=f"{monitor.metric}: the champion's outputs profile holds no reference "
-            f"for {metric} (fitted before the metric was registered; it holds "
+            f"for {metric} (fitted before the metric was registered, or without the "
+            f"features it needs; it holds "
             f"{', '.join(outputs.estimated) or 'none'}): train or adopt the model again",
         )
-    estimate = outputs.estimate(frame, metric)
     level = monitor.level(1)
-    decision = decide_estimate(estimate, monitor.threshold, level)
+    try:
+        estimate = outputs.estimate(frame, metric)
+    except OutputsError as exc:  # e.g. the window's samples lack a feature DLE reads
+        return MonitorResult(
+            **base, status="insufficient_data", reason=f"{metric}: {exc}", level=level
+        )
     details = estimate.to_dict()
+    if not estimate.reliability.get("reliable", True):
+        # The estimate's assumption fails: a number here would be confidently wrong
+        # (optimistic under the very shift it is there for), so it is not judged.
+        return MonitorResult(
+            **base,
+            status="insufficient_data",
+            reason=f"estimate unreliable: {estimate.reliability['reason']}",
+            level=level,
+            details=details,
+        )
+    decision = decide_estimate(estimate, monitor.threshold, level)
     if not math.isfinite(estimate.value) or decision["insufficient"]:
         return MonitorResult(
             **base,

@@ -125,7 +125,7 @@ class Monitor(StrictModel):
 
     ``metric`` is a registered drift statistic (``kl``, ``ks``, ``missing_share``, ...),
     a contract rule kind (``contract:<kind>``, ``contract:any``), a metric on the
-    model's outputs (``prediction_drift``, ``performance_estimate:<accuracy|roc_auc>``,
+    model's outputs (``prediction_drift``, ``performance_estimate:<metric>`` of the task,
     :mod:`monitors.outputs`), or the realized performance on the window's labelled
     records (``performance:<metric>``, a metric of the task: :mod:`monitors.performance`;
     ``threshold`` is the largest tolerated drop from the champion's test metric). ``action`` is a

@@ -72,11 +72,30 @@ def plan_monitors(
                 "the plan is computed from"
             )
         profile = load_champion_profile(config, version)
+    refuse_inapplicable_estimates(gates, profile)
     if rows_per_window is not None:
         rows = {m.name: rows_per_window for m in gates.monitors}
     else:
         rows = observed_rows_per_window(config, gates)
     return [plan_monitor(m, profile, rows[m.name], within) for m in gates.monitors]
+
+
+def refuse_inapplicable_estimates(gates: GateConfig, profile) -> None:
+    """A ``performance_estimate:<metric>`` monitor whose metric the champion's task has
+    no estimate of (``rmse`` on a classifier, ``accuracy`` on a regression) is a
+    configuration error, named with the monitor, not a plan of a monitor that would
+    only ever report ``error``.
+
+    Raises:
+        ConfigError: Naming the monitor, the metric, the task and what is estimable.
+    """
+    from driftgate.monitors.outputs import inapplicable_estimate
+
+    outputs = getattr(profile, "outputs", None)
+    for monitor in gates.monitors:
+        reason = inapplicable_estimate(monitor.metric, outputs)
+        if reason is not None:
+            raise ConfigError(f"monitor '{monitor.name}': {reason}")
 
 
 def deploy_warnings(config: ProjectConfig, gates: GateConfig) -> list[str]:
@@ -92,4 +111,10 @@ def deploy_warnings(config: ProjectConfig, gates: GateConfig) -> list[str]:
     return [w for p in plans for w in p.warnings]
 
 
-__all__ = ["deploy_warnings", "describe", "observed_rows_per_window", "plan_monitors"]
+__all__ = [
+    "deploy_warnings",
+    "describe",
+    "observed_rows_per_window",
+    "plan_monitors",
+    "refuse_inapplicable_estimates",
+]

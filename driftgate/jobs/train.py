@@ -255,7 +255,8 @@ def fit_reference_profile(data: PreparedData, model_name: str):
 
 def fit_reference_outputs(data: PreparedData, result: TrainingResult, decision_threshold: float):
     """The model's outputs on the validation split, profiled and calibrated against its
-    labels (``prediction_drift``, ``performance_estimate:<metric>``); None, with a
+    labels with the model's inputs (``prediction_drift``, ``performance_estimate:<metric>``,
+    DLE's loss model and the estimates' reliability check); None, with a
     warning, when they cannot be calibrated (a validation split with one class): the
     output monitors then say so instead of judging."""
     from driftgate.monitors.outputs import OutputsError, OutputsProfile
@@ -270,6 +271,9 @@ def fit_reference_outputs(data: PreparedData, result: TrainingResult, decision_t
             np.asarray(split_targets(spec, data, frame, "validation")),
             classes=spec.classes,
             decision_threshold=decision_threshold,
+            # The model's inputs as the sample store keeps them: DLE's loss model and
+            # every estimate's reliability check read them.
+            features=frame[[f.name for f in spec.features]].reset_index(drop=True),
         )
     except OutputsError as exc:
         log.warning("the model's outputs are not profiled: %s", exc)

@@ -55,7 +55,8 @@ class ActionRequest:
         observed = "-" if result.observed is None else f"{result.observed:.4g}"
         if "drop" in result.details:  # an estimated metric: its threshold is on the drop
             return (
-                f"{result.monitor}: {result.metric} {observed}, a drop of "
+                f"{result.monitor}: {result.metric} {observed}, a "
+                f"{'drop' if result.details.get('higher_is_better', True) else 'rise'} of "
                 f"{result.details['drop']:.4g} >= {result.threshold:g} from the reference "
                 f"{result.details['reference_estimate']:.4g} "
                 f"({self.start.isoformat()}..{self.end.isoformat()})"

@@ -5,7 +5,7 @@ Importing the package imports every module in it, so adding a metric is one modu
 import importlib
 import pkgutil
 
-from driftgate.monitors.estimates import accuracy, roc_auc  # noqa: F401 - registers, in order
+from driftgate.monitors.estimates import accuracy, mae, rmse, roc_auc  # noqa: F401 - registers
 from driftgate.monitors.estimates.registry import (
     ESTIMATED,
     EstimatedMetric,
@@ -17,7 +17,12 @@ from driftgate.monitors.estimates.registry import (
 )
 
 for _module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-    if not _module.name.startswith("_") and _module.name not in ("registry", "calibration"):
+    if not _module.name.startswith("_") and _module.name not in (
+        "registry",
+        "calibration",
+        "loss_model",
+        "reliability",
+    ):
         importlib.import_module(f"{__name__}.{_module.name}")
 
 __all__ = [

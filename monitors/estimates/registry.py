@@ -33,16 +33,39 @@ class UnknownEstimatedMetricError(DriftgateError, KeyError):
 
 
 class EstimatedMetric:
-    """One metric estimated for one task from the calibrated outputs alone.
+    """One metric estimated for one task from the calibrated outputs (and, for a metric
+    that ``uses_features``, the window's features).
 
     ``profile`` below is the champion's :class:`monitors.outputs.OutputsProfile`
     (``task``, ``classes``, ``decision_threshold``, ``calibrator``, ``realized``,
     ``estimated``, ``positive_share``); ``frame`` holds the stored output columns
-    (:data:`monitors.estimates.calibration.VALUE_COLUMN` / ``CLASS_COLUMN``).
+    (:data:`monitors.estimates.calibration.VALUE_COLUMN` / ``CLASS_COLUMN``) and, when
+    the metric ``uses_features``, the feature columns; ``profile.state[metric]`` is what
+    :meth:`fit` returned.
     """
 
     metric: ClassVar[str]
     task: ClassVar[str]
+    # An error metric (RMSE, MAE) is worse when higher: its "drop" is a rise.
+    higher_is_better: ClassVar[bool] = True
+    # Reads the window's feature columns besides its outputs (DLE's loss model does).
+    uses_features: ClassVar[bool] = False
+
+    def fit(
+        self, profile: Any, frame: pd.DataFrame, target: np.ndarray, features: pd.DataFrame | None
+    ) -> dict:
+        """What this metric fits on the reference beyond the calibrator, as plain JSON
+        numbers (kept in the profile's ``state[metric]``, never pickled); ``features``
+        is None when the caller has none (then a metric that needs them raises
+        :class:`~monitors.estimates.calibration.OutputsError`)."""
+        return {}
+
+    def reference_std(
+        self, profile: Any, frame: pd.DataFrame, outcomes: np.ndarray
+    ) -> float | None:
+        """The reference estimate's own error; None: measured by refitting the
+        calibrator on bootstrap references (:func:`monitors.outputs._reference_std`)."""
+        return None
 
     def realized(self, frame: pd.DataFrame, target: np.ndarray) -> float:
         """The metric on labelled outputs (``target``: 0/1, or the class index)."""
@@ -62,7 +85,8 @@ class EstimatedMetric:
         raise NotImplementedError
 
     def floor(self, profile: Any) -> float:
-        """The lowest estimate any window can give (what a significant drop is bounded by)."""
+        """The worst estimate any window can give (what a significant drop is bounded
+        by): the lowest for a score, ``inf`` for an unbounded error metric."""
         raise NotImplementedError
 
 

@@ -52,3 +52,23 @@ def test_the_injected_drift_opens_a_review(diabetes):
     assert "mean-shift-kl" in verdict.breached
     (review,) = diabetes.reviews
     assert {"bmi", "s5"} <= set(review.features)
+
+
+def test_the_error_is_estimated_before_any_label_or_said_unreliable(diabetes):
+    """DLE on a trained regression (issue 31): the training job fitted the loss model
+    with the outputs profile; the drift check estimates the window's RMSE from its
+    features, or says why the estimate cannot be trusted, never a bare number."""
+    from driftgate.jobs.drift_check import load_champion_profile
+
+    config, version = diabetes.config, diabetes.training.registered.version
+    outputs = load_champion_profile(config, version).outputs
+    assert set(outputs.estimated) == {"mae", "rmse"}
+    assert outputs.state["rmse"]["loss_model"]["method"] == "hist_gradient_boosting"
+    result = next(r for r in diabetes.verdict.results if r.monitor == "estimated-rmse")
+    assert result.details["reference_estimate"] == pytest.approx(outputs.estimated["rmse"])
+    assert result.details["reliability"]["checked"] == 11  # 10 inputs and the prediction
+    # The injected drift moves bmi and s5 past anything the validation split held
+    # (measured: 73% of the window's records): the estimate says it cannot be trusted.
+    assert result.status == "insufficient_data" and not result.breached
+    assert result.reason.startswith("estimate unreliable: ")
+    assert {"s5", "bmi"} <= set(result.details["reliability"]["columns"])

@@ -52,16 +52,19 @@ def monitor(metric: str) -> Monitor:
 
 def test_the_built_in_metrics_are_registered_per_task():
     assert estimates.estimable("binary") == ("accuracy", "roc_auc")
-    assert estimates.estimable("multiclass") == ("accuracy",)
-    assert estimates.estimable("regression") == ()
-    assert estimates.known_metrics() == ("accuracy", "roc_auc")
-    with pytest.raises(estimates.UnknownEstimatedMetricError, match="estimable: none"):
+    assert estimates.estimable("multiclass") == ("accuracy", "roc_auc")
+    assert estimates.estimable("regression") == ("mae", "rmse")
+    assert estimates.known_metrics() == ("accuracy", "mae", "rmse", "roc_auc")
+    with pytest.raises(estimates.UnknownEstimatedMetricError, match="estimable: mae, rmse"):
         estimates.get_estimate("regression", "accuracy")
 
 
 def test_a_metric_no_task_estimates_is_refused_at_config_load():
-    with pytest.raises(ValueError, match="known: accuracy, roc_auc"):
+    with pytest.raises(ValueError, match="known: accuracy, mae, rmse, roc_auc"):
         monitor("performance_estimate:precision")
+    # A regression's estimates are accepted (issue 31: "estimable: none" before).
+    assert monitor("performance_estimate:rmse").metric == "performance_estimate:rmse"
+    assert monitor("performance_estimate:mae").metric == "performance_estimate:mae"
 
 
 def test_the_doc_example_is_one_module_that_holds_all_the_way(precision):

@@ -145,8 +145,9 @@ def test_a_window_without_output_columns_or_a_metric_of_another_task_is_not_judg
     rng = np.random.default_rng(3)
     multi = OutputsProfile.fit("multiclass", *multiclass_outputs(rng, 500))
     window = output_frame("multiclass", multiclass_outputs(rng, 100)[0], 0.5)
-    result = evaluate_output_monitor(monitor("performance_estimate:roc_auc"), multi, window)
+    result = evaluate_output_monitor(monitor("performance_estimate:rmse"), multi, window)
     assert result.status == "error" and "does not apply to this multiclass model" in result.reason
+    assert "estimable: accuracy, roc_auc" in result.reason
     empty = evaluate_output_monitor(monitor("prediction_drift"), binary, window.iloc[:0])
     assert empty.status == "no_data"
 
