@@ -446,13 +446,19 @@ def _stream(
     chunk_rows: int,
     lease,
     without_client: str | None = None,
+    model_version: str | None = None,
 ) -> Iterator[pd.DataFrame]:
     """The window's profiled features in chunks of ``chunk_rows`` (every client's, or
     all but ``without_client``'s), renewing the lease as it goes (a long read outlives
     no lease)."""
     renewed = time.monotonic()
     for chunk in reader.iter_window(
-        start, end, chunk_rows=chunk_rows, features_only=True, without_client=without_client
+        start,
+        end,
+        chunk_rows=chunk_rows,
+        features_only=True,
+        without_client=without_client,
+        model_version=model_version,
     ):
         if lease is not None and time.monotonic() - renewed > 60:
             reader.renew(lease)
@@ -684,7 +690,9 @@ def pooled_windows(window: WindowSamples, counts):
     catch-up run pools exactly what an uninterrupted run would (rows the retention has
     purged are gone from every run alike, and the report says how many rows the pool
     held). Each span is read once per check: scale 24 reads the 12 windows before
-    scale 12's and merges them with its counts.
+    scale 12's and merges them with its counts. Earlier windows pool only the rows the
+    champion being judged scored: after a retrain promoted a model fitted on recent
+    data, the old champion's windows would all look drifted from its new reference.
     """
     from driftgate.monitors.partitions import summarise_stream
     from driftgate.monitors.window import merge_windows
@@ -700,7 +708,8 @@ def pooled_windows(window: WindowSamples, counts):
                 window.profile,
                 _stream(window.store(), window.end - windows * length,
                         window.end - shorter * length, schema,
-                        window.chunk_rows or 100_000, None),
+                        window.chunk_rows or 100_000, None,
+                        model_version=window.model_version),
             )  # fmt: skip
             # Earlier rows first: the merged sums are added in time order.
             pools[windows] = merge_windows(window.profile, [[earlier], [pools[shorter]]])

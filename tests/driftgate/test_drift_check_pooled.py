@@ -32,7 +32,7 @@ MONITOR = Monitor(
 )
 
 
-def hour_of_samples(hour: int, rows: int, shift: float, rng) -> list[Sample]:
+def hour_of_samples(hour: int, rows: int, shift: float, rng, version: str = "1") -> list[Sample]:
     start = START + hour * HOUR
     return [
         Sample(
@@ -40,7 +40,7 @@ def hour_of_samples(hour: int, rows: int, shift: float, rng) -> list[Sample]:
             request_id=f"{hour}-{i}",
             record_index=0,
             model_name="m",
-            model_version="1",
+            model_version=version,
             features={f: float(rng.normal() + (shift if f == "x0" else 0.0)) for f in FEATURES},
             prediction=0.5,
             predicted_class=1,
@@ -54,12 +54,15 @@ def store_url(tmp_path):
     return f"sqlite:///{tmp_path / 'samples.db'}"
 
 
-def write_hours(url: str, hours: range, shift_from: int, rows: int = 60, seed: int = 3):
+def write_hours(
+    url: str, hours: range, shift_from: int, rows: int = 60, seed: int = 3, version: str = "1"
+):
     store = SqlSampleStore(url)
     rng = np.random.default_rng(seed)
     try:
         for hour in hours:
-            store.append(hour_of_samples(hour, rows, 0.8 if hour >= shift_from else 0.0, rng))
+            shift = 0.8 if hour >= shift_from else 0.0
+            store.append(hour_of_samples(hour, rows, shift, rng, version))
     finally:
         store.close()
 
@@ -109,4 +112,14 @@ def test_a_pool_reaching_before_the_first_stored_hour_holds_what_there_is(store_
     write_hours(store_url, range(5), shift_from=99)
     result = judge(store_url, 4)
     assert [s["rows"] for s in result.details["scales"]] == [60, 180, 300, 300]
+    assert not result.breached
+
+
+def test_the_pool_holds_only_what_the_judged_champion_scored(store_url):
+    # Hours 0-11 served by version 0 (shifted from the new champion's reference, as a
+    # retrain on recent data leaves them); hour 12 is the new champion's first.
+    write_hours(store_url, range(12), shift_from=0, version="0")
+    write_hours(store_url, range(12, 13), shift_from=99, seed=5)
+    result = judge(store_url, 12)
+    assert [s["rows"] for s in result.details["scales"]] == [60, 60, 60, 60]
     assert not result.breached
