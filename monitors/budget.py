@@ -25,7 +25,9 @@ each window's decision self-contained (one p-value, one level, one report) and i
 guarantee needs no independence for ``k = 1``. The price is power on small windows,
 which :func:`driftgate.jobs.monitor_plan.plan_monitors` makes visible before deploying.
 Online FDR (LORD, SAFFRON) controls the share of false alarms among alarms, not the
-chance of a false pause, which is what an operator budgets.
+chance of a false pause, which is what an operator budgets. Power across windows comes
+from pooled tests instead (:mod:`monitors.evidence`, :func:`per_scale_check_budgets`):
+each pool is one more self-contained test, its share of the budget spent the same way.
 """
 
 from __future__ import annotations
