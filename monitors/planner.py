@@ -155,8 +155,12 @@ def _pooled_smallest(metric, null, features, monitor, rows, within, rng) -> floa
     return best
 
 
-def plan_monitor(monitor: Monitor, profile, rows_per_window: int, within: int = 12) -> MonitorPlan:
-    """The figures and warnings of one monitor at ``rows_per_window`` (module docstring)."""
+def plan_monitor(
+    monitor: Monitor, profile, rows_per_window: int, within: int = 12, *, pooled: bool = True
+) -> MonitorPlan:
+    """The figures and warnings of one monitor at ``rows_per_window`` (module docstring).
+    ``pooled=False`` leaves out the pooled rule's figure (a few seconds of simulation per
+    monitor; ``driftgate deploy`` wants the warnings only)."""
     from driftgate.monitors.budget import checks_in
 
     metric = monitor.metric
@@ -205,15 +209,13 @@ def plan_monitor(monitor: Monitor, profile, rows_per_window: int, within: int = 
             shifts.append(shift)
     plan.min_detectable = max(detectable) if detectable else None
     plan.smallest_shift = max(shifts) if shifts else None
-    if _bounded(null) and plan.smallest_shift is not None:
-        pooled = monitor
+    if pooled and _bounded(null) and plan.smallest_shift is not None:
+        rule = monitor
         if not monitor.evidence.pooled:
-            pooled = monitor.model_copy(
-                update={"evidence": Evidence(scales=list(SUGGESTED_SCALES))}
-            )
-        plan.pooled_scales = list(pooled.evidence.scales)
+            rule = monitor.model_copy(update={"evidence": Evidence(scales=list(SUGGESTED_SCALES))})
+        plan.pooled_scales = list(rule.evidence.scales)
         plan.pooled_smallest_shift = _pooled_smallest(
-            metric, null, features, pooled, rows_per_window, within, rng
+            metric, null, features, rule, rows_per_window, within, rng
         )
     plan.min_rows = _min_rows(metric, null, features, monitor, level)
     name = f"{monitor.name}: {rows_per_window} rows per {monitor.window} window"

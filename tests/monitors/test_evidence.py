@@ -169,6 +169,8 @@ def test_the_planner_shows_the_pooled_rule_beside_the_window_alone():
     assert table[0].split()[-1] == "pooled" and table[1].endswith("std [1,3,12,24]")
     configured = plan_monitor(monitor(), PROFILE, 60, within=12)
     assert configured.pooled_smallest_shift == pytest.approx(plan.pooled_smallest_shift, rel=0.2)
+    # driftgate deploy wants the warnings only: no simulation of the pooled rule.
+    assert plan_monitor(monitor(), PROFILE, 60, pooled=False).pooled_smallest_shift is None
     # Scales longer than `within` checks cannot count there.
     short = plan_monitor(monitor(evidence={"scales": [1, 24]}), PROFILE, 60, within=12)
     assert short.pooled_smallest_shift >= plan.smallest_shift
