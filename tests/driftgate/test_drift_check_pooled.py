@@ -10,10 +10,12 @@ import pytest
 
 from driftgate.jobs import drift_check as job
 from driftgate.monitors import ReferenceProfile
+from driftgate.monitors.evidence import Evidence
 from driftgate.monitors.kinds import WindowEvidence, evaluate_all
 from driftgate.monitors.rules import Monitor
 from driftgate.monitors.window import summarise_window
 from driftgate.stores.samples import Sample, SqlSampleStore
+from tests.driftgate.test_drift_check_job import MISSING, monitored  # noqa: F401
 
 HOUR = pd.Timedelta(hours=1)
 START = pd.Timestamp("2033-03-01", tz="UTC")
@@ -123,3 +125,18 @@ def test_the_pool_holds_only_what_the_judged_champion_scored(store_url):
     result = judge(store_url, 12)
     assert [s["rows"] for s in result.details["scales"]] == [60, 60, 60, 60]
     assert not result.breached
+
+
+@pytest.mark.integration
+def test_the_drift_check_reports_where_the_pooled_evidence_was_found(monitored):  # noqa: F811
+    # MISSING is in-distribution for kl (calm rows, a tenth of dew point missing); the
+    # two days before it are the drifted production years.
+    pooled = MONITOR.model_copy(update={"window": "1d", "evidence": Evidence(scales=[1, 3])})
+    verdict = job.judge_window(monitored["config"], monitored["gates"], *MISSING, monitors=[pooled])
+    [result] = verdict.results
+    assert result.breached and result.details["window_breached"] is False
+    assert result.details["evidence"] == "over the last 3 windows, 2,400 rows"
+    assert [s["rows"] for s in result.details["scales"]] == [800, 2400]
+    assert "over the last 3 windows, 2,400 rows: kl breached on" in verdict.markdown()
+    summary = verdict.to_summary()["monitors"]["mean-shift-kl"]
+    assert summary["details"]["scales"][1]["breached"] is True
