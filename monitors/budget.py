@@ -25,7 +25,9 @@ each window's decision self-contained (one p-value, one level, one report) and i
 guarantee needs no independence for ``k = 1``. The price is power on small windows,
 which :func:`driftgate.jobs.monitor_plan.plan_monitors` makes visible before deploying.
 Online FDR (LORD, SAFFRON) controls the share of false alarms among alarms, not the
-chance of a false pause, which is what an operator budgets.
+chance of a false pause, which is what an operator budgets. Power across windows comes
+from pooled tests instead (:mod:`monitors.evidence`, :func:`per_scale_check_budgets`):
+each pool is one more self-contained test, its share of the budget spent the same way.
 """
 
 from __future__ import annotations
@@ -100,3 +102,22 @@ def expected_false_fires(level: float, checks: int, features: int, consecutive: 
     """Upper bound of the expected number of false fires in ``checks`` no-drift checks."""
     q = min(level * max(features, 1), 1.0)
     return max(checks - consecutive + 1, 0) * q**consecutive
+
+
+def per_scale_check_budgets(
+    rate: float, checks: int, consecutive: int, scales: tuple[int, ...]
+) -> dict[int, float]:
+    """``q`` per evidence scale (:mod:`monitors.evidence`): the budget ``rate`` split
+    equally over the scales (Bonferroni), each scale's share spent over the checks.
+
+    Scale 1 (the window alone) keeps today's rule on its share, hysteresis included.
+    A pooled scale ``k > 1`` tests the last ``k`` windows at every check, so its tests
+    overlap and are dependent: its share is spent by the union bound alone,
+    ``q_k = rate / S / C``, whatever ``consecutive`` (a run of ``k`` breaches only
+    makes a fire rarer). A fire then needs a run of scale-1 breaches or at least one
+    pooled breach, so ``P(fire) <= rate / S + (S - 1) rate / S = rate``.
+    """
+    share = rate / len(scales)
+    return {
+        scale: per_check_budget(share, checks, consecutive if scale == 1 else 1) for scale in scales
+    }

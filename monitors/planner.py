@@ -12,6 +12,12 @@ alone (:mod:`monitors.nulls`, :mod:`monitors.budget`):
 * ``smallest_shift``: the smallest change detected with 80% power within ``within``
   checks, on the worst feature, in the statistic's units (``shift_units``: a mean
   shift in reference standard deviations, or a rise of the missing share);
+* ``pooled_smallest_shift``: the same with evidence across windows
+  (:mod:`monitors.evidence`), at the monitor's ``evidence.scales`` or, for a monitor
+  that judges each window alone, at :data:`SUGGESTED_SCALES` (what turning it on would
+  buy); ``pooled_scales`` says which. A lower bound on the rule's power: a scale ``k``
+  counts only at the check where its pool first holds ``k`` shifted windows (and the
+  ``consecutive_breaches - 1`` checks after it), so ``k + consecutive - 1 <= within``;
 * ``warnings``: when the schedule and traffic cannot support the rule.
 
 Each figure comes from the statistic's own null (``StatTest.null``,
@@ -30,6 +36,7 @@ from datetime import timedelta
 import numpy as np
 
 from driftgate.monitors.budget import expected_false_fires
+from driftgate.monitors.evidence import Evidence
 from driftgate.monitors.kinds import kind_of
 from driftgate.monitors.nulls import decision_bound
 from driftgate.monitors.rules import Monitor
@@ -38,6 +45,8 @@ from driftgate.monitors.stattests import NullModel, get_stattest
 POWER = 0.8
 FACTOR = 2.0
 MONTH_DAYS = 30
+# The scales the planner shows for a monitor that judges each window alone.
+SUGGESTED_SCALES = (1, 3, 12, 24)
 
 
 @dataclass
@@ -56,6 +65,8 @@ class MonitorPlan:
     smallest_shift: float | None
     shift_units: str
     warnings: list[str] = field(default_factory=list)
+    pooled_scales: list[int] = field(default_factory=list)
+    pooled_smallest_shift: float | None = None
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -120,8 +131,36 @@ def _min_rows(metric, null, features, monitor, level) -> int | None:
     return high
 
 
-def plan_monitor(monitor: Monitor, profile, rows_per_window: int, within: int = 12) -> MonitorPlan:
-    """The figures and warnings of one monitor at ``rows_per_window`` (module docstring)."""
+def _pooled_smallest(metric, null, features, monitor, rows, within, rng) -> float:
+    """The smallest shift caught with POWER within ``within`` checks by the pooled rule
+    of ``monitor`` (its scales; module docstring): the best of its scales, each on the
+    worst feature."""
+    levels = monitor.scale_levels(len(features))
+    consecutive = monitor.consecutive_breaches
+    best = math.inf
+    for windows, level in levels.items():
+        if windows == 1:
+            needed = _per_check_power(within, consecutive)
+        elif windows + consecutive - 1 <= within:
+            # ``consecutive`` checks in a row, each pooling k shifted windows: all breach
+            # with probability >= 1 - consecutive * (1 - p) (union bound on the misses).
+            needed = 1 - (1 - POWER) / consecutive
+        else:
+            continue
+        worst = 0.0
+        for reference in features:
+            shift = _smallest(metric, null, reference, rows * windows, monitor, level, needed, rng)
+            worst = max(worst, math.inf if shift is None else shift)
+        best = min(best, worst)
+    return best
+
+
+def plan_monitor(
+    monitor: Monitor, profile, rows_per_window: int, within: int = 12, *, pooled: bool = True
+) -> MonitorPlan:
+    """The figures and warnings of one monitor at ``rows_per_window`` (module docstring).
+    ``pooled=False`` leaves out the pooled rule's figure (a few seconds of simulation per
+    monitor; ``driftgate deploy`` wants the warnings only)."""
     from driftgate.monitors.budget import checks_in
 
     metric = monitor.metric
@@ -170,6 +209,14 @@ def plan_monitor(monitor: Monitor, profile, rows_per_window: int, within: int = 
             shifts.append(shift)
     plan.min_detectable = max(detectable) if detectable else None
     plan.smallest_shift = max(shifts) if shifts else None
+    if pooled and _bounded(null) and plan.smallest_shift is not None:
+        rule = monitor
+        if not monitor.evidence.pooled:
+            rule = monitor.model_copy(update={"evidence": Evidence(scales=list(SUGGESTED_SCALES))})
+        plan.pooled_scales = list(rule.evidence.scales)
+        plan.pooled_smallest_shift = _pooled_smallest(
+            metric, null, features, rule, rows_per_window, within, rng
+        )
     plan.min_rows = _min_rows(metric, null, features, monitor, level)
     name = f"{monitor.name}: {rows_per_window} rows per {monitor.window} window"
     if plan.min_detectable is not None and math.isinf(plan.min_detectable):
@@ -190,6 +237,15 @@ def plan_monitor(monitor: Monitor, profile, rows_per_window: int, within: int = 
     return plan
 
 
+def _pooled_cell(plan: MonitorPlan, unit: str) -> str:
+    """``0.35 std [1,3,12,24]``: the pooled rule's smallest shift and its scales."""
+    if plan.pooled_smallest_shift is None:
+        return "-"
+    value = plan.pooled_smallest_shift
+    shift = "never" if math.isinf(value) else f"{value:.3g}{unit}"
+    return f"{shift} [{','.join(map(str, plan.pooled_scales))}]"
+
+
 def describe(plans: list[MonitorPlan], within: int) -> str:
     """The planner's table and its warnings, for the terminal."""
     head = (
@@ -203,6 +259,7 @@ def describe(plans: list[MonitorPlan], within: int) -> str:
         "min rows",
         "flags >=",
         f"80% within {within}",
+        "pooled",
     )
 
     def number(value, spec=".3g"):
@@ -226,6 +283,7 @@ def describe(plans: list[MonitorPlan], within: int) -> str:
                 number(p.min_rows, "d") if p.min_rows is not None else "-",
                 number(p.min_detectable),
                 shift + (unit if shift not in ("-", "never") else ""),
+                _pooled_cell(p, unit),
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]

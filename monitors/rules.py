@@ -26,8 +26,9 @@ import pandas as pd
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from driftgate.core.yamlconfig import ConfigError, StrictModel
-from driftgate.monitors.budget import FalseAlarms, checks_in, per_test_level
+from driftgate.monitors.budget import FalseAlarms, checks_in, per_scale_check_budgets
 from driftgate.monitors.durations import parse_duration, validate_cron
+from driftgate.monitors.evidence import Evidence
 from driftgate.monitors.kinds import WindowEvidence, kind_of
 from driftgate.monitors.kinds.contract import CONTRACT_RULE_KINDS  # noqa: F401 - re-exported
 from driftgate.monitors.kinds.drift import (  # noqa: F401 - re-exported for existing callers
@@ -173,6 +174,11 @@ class Monitor(StrictModel):
     retrain: RetrainSettings | None = Field(
         None, description="settings of the retrain action (action: retrain only)"
     )
+    evidence: Evidence = Field(
+        default_factory=Evidence,
+        description="drift statistics: windows pooled per test (monitors.evidence); the "
+        "default [1] judges each window alone",
+    )
 
     @field_validator("metric")
     @classmethod
@@ -230,13 +236,25 @@ class Monitor(StrictModel):
         return checks_in(self.schedule, self.false_alarms.horizon)
 
     def level(self, features: int) -> float | None:
-        """Level of each feature's test per check, or None (not calibrated / contract)."""
+        """Level of each feature's test per check on the window alone, or None (not
+        calibrated / contract)."""
+        levels = self.scale_levels(features)
+        return None if levels is None else levels[1]
+
+    def scale_levels(self, features: int) -> dict[int, float] | None:
+        """Evidence scale (windows pooled) -> level of each feature's test per check,
+        the budget split over the scales (:mod:`monitors.evidence`); None when the
+        monitor has no level."""
         tests = kind_of(self.metric).level_tests(self, features)
         if not self.calibrated or tests is None:
             return None
-        return per_test_level(
-            self.false_alarms.rate, self.checks_per_horizon, tests, self.consecutive_breaches
+        budgets = per_scale_check_budgets(
+            self.false_alarms.rate,
+            self.checks_per_horizon,
+            self.consecutive_breaches,
+            tuple(self.evidence.scales),
         )
+        return {scale: q / max(tests, 1) for scale, q in budgets.items()}
 
     def feature_count(self, all_features: Iterable[str]) -> int:
         return len(list(all_features)) if self.features == "all" else len(self.features)

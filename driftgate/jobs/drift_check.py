@@ -173,6 +173,8 @@ class WindowVerdict:
             return result.details["concentration"]
         if result.status != "ok" or result.labels is not None:  # performance: the figures
             return result.reason
+        if "evidence" in result.details:  # a pooled breach: over which span it was found
+            return result.reason
         return ""
 
     def markdown(self) -> str:
@@ -444,13 +446,19 @@ def _stream(
     chunk_rows: int,
     lease,
     without_client: str | None = None,
+    model_version: str | None = None,
 ) -> Iterator[pd.DataFrame]:
     """The window's profiled features in chunks of ``chunk_rows`` (every client's, or
     all but ``without_client``'s), renewing the lease as it goes (a long read outlives
     no lease)."""
     renewed = time.monotonic()
     for chunk in reader.iter_window(
-        start, end, chunk_rows=chunk_rows, features_only=True, without_client=without_client
+        start,
+        end,
+        chunk_rows=chunk_rows,
+        features_only=True,
+        without_client=without_client,
+        model_version=model_version,
     ):
         if lease is not None and time.monotonic() - renewed > 60:
             reader.renew(lease)
@@ -543,6 +551,7 @@ def decide(
             config.tracking, window.model_name, window.model_version, metric
         ),
         decision_threshold=config.serving.decision_threshold,
+        pooled=None if window.store_url is None else pooled_windows(window, counts),
     )
     results = evaluate_all(monitors, window_evidence)
     results = concentration_checked(config, window, results, monitors)
@@ -671,6 +680,42 @@ def _labelled_outputs(config: ProjectConfig, window: WindowSamples):
         y=labelled["value"].to_numpy(dtype=float),
         outputs=labelled[column].to_numpy(dtype=float),
     )
+
+
+def pooled_windows(window: WindowSamples, counts):
+    """The port of evidence across windows (:mod:`monitors.evidence`): ``k`` -> the
+    counts of the last ``k`` windows of this window's length, this one included.
+
+    Read again from the sample store at every check, never remembered: a restart or a
+    catch-up run pools exactly what an uninterrupted run would (rows the retention has
+    purged are gone from every run alike, and the report says how many rows the pool
+    held). Each span is read once per check: scale 24 reads the 12 windows before
+    scale 12's and merges them with its counts. Earlier windows pool only the rows the
+    champion being judged scored: after a retrain promoted a model fitted on recent
+    data, the old champion's windows would all look drifted from its new reference.
+    """
+    from driftgate.monitors.partitions import summarise_stream
+    from driftgate.monitors.window import merge_windows
+
+    length = window.end - window.start
+    schema = dict(window.profile.schema)
+    pools = {1: counts}
+
+    def pooled(windows: int):
+        if windows not in pools:
+            shorter = max(k for k in pools if k < windows)
+            earlier = summarise_stream(
+                window.profile,
+                _stream(window.store(), window.end - windows * length,
+                        window.end - shorter * length, schema,
+                        window.chunk_rows or 100_000, None,
+                        model_version=window.model_version),
+            )  # fmt: skip
+            # Earlier rows first: the merged sums are added in time order.
+            pools[windows] = merge_windows(window.profile, [[earlier], [pools[shorter]]])
+        return pools[windows]
+
+    return pooled
 
 
 def _with_rejected(window: WindowSamples, counts):

@@ -59,6 +59,7 @@ def plan_monitors(
     rows_per_window: int | None = None,
     within: int = 12,
     profile=None,
+    pooled: bool = True,
 ) -> list[MonitorPlan]:
     """One :class:`MonitorPlan` per monitor of the gate config, for the champion."""
     if profile is None:
@@ -77,7 +78,7 @@ def plan_monitors(
         rows = {m.name: rows_per_window for m in gates.monitors}
     else:
         rows = observed_rows_per_window(config, gates)
-    return [plan_monitor(m, profile, rows[m.name], within) for m in gates.monitors]
+    return [plan_monitor(m, profile, rows[m.name], within, pooled=pooled) for m in gates.monitors]
 
 
 def refuse_inapplicable_estimates(gates: GateConfig, profile) -> None:
@@ -105,7 +106,7 @@ def deploy_warnings(config: ProjectConfig, gates: GateConfig) -> list[str]:
     if uri.startswith("sqlite:///") and not Path(uri.removeprefix("sqlite:///")).exists():
         return [f"monitors plan skipped: no tracking store yet at {uri} (train a champion first)"]
     try:
-        plans = plan_monitors(config, gates)
+        plans = plan_monitors(config, gates, pooled=False)  # its warnings only
     except DriftgateError as exc:
         return [f"monitors plan skipped: {exc}"]
     return [w for p in plans for w in p.warnings]

@@ -26,6 +26,7 @@ class DriftKind(MonitorKind):
     name = "drift"
     syntax = "a drift statistic (ks, kl, ...)"
     per_feature_plan = True
+    pools_windows = True
     fallback = True  # a metric no other kind claims is a statistic's name
 
     def matches(self, metric: str) -> bool:
@@ -46,6 +47,21 @@ class DriftKind(MonitorKind):
         # planner promise the budget) would be a promise nothing keeps.
         from driftgate.monitors.stattests import get_stattest
 
+        super().validate(monitor)
+        if monitor.evidence.pooled and not monitor.calibrated:
+            raise ValueError(
+                f"monitor '{monitor.name}': evidence.scales pools windows, which needs the "
+                "statistic's no-drift distribution at the pooled size: remove "
+                "calibrated: false, or set scales: [1]"
+            )
+        if monitor.evidence.pooled and monitor.population == "all":
+            # The store keeps the refused records' features per window too, but pooling
+            # them is not built: a pooled test on accepted rows under population: all
+            # would judge a different population than the window's own test.
+            raise ValueError(
+                f"monitor '{monitor.name}': evidence.scales pools accepted samples only; "
+                "it cannot be combined with population: all"
+            )
         if monitor.calibrated and get_stattest(monitor.metric).null is None:
             raise ValueError(
                 f"monitor '{monitor.name}': statistic '{monitor.metric}' has no no-drift "
@@ -99,7 +115,83 @@ class DriftKind(MonitorKind):
                     **decision_options(group, features),
                 )
                 results.extend(judge_report(m, report) for m in group)
-        return results
+        return [with_pooled_evidence(r, _monitor(monitors, r), evidence) for r in results]
+
+
+def _monitor(monitors, result):
+    return next(m for m in monitors if m.name == result.monitor)
+
+
+def with_pooled_evidence(window_result: MonitorResult, monitor, evidence) -> MonitorResult:
+    """The window's result, breached too when a pooled scale breaches
+    (:mod:`monitors.evidence`). The window's own decision stays in the result's fields
+    (observed, p-value, level, min_detectable: the window alone) and in
+    ``details["window_breached"]``; each scale's decision is in ``details["scales"]``
+    and the span that breached in ``details["evidence"]`` and the reason."""
+    from dataclasses import replace
+
+    from driftgate.monitors import check_drift_counts
+    from driftgate.monitors.evidence import span_text
+
+    if not monitor.evidence.pooled or window_result.status == "error":
+        return window_result
+    features = list(evidence.profile.features) if evidence.profile is not None else []
+    levels = monitor.scale_levels(monitor.feature_count(features)) or {}
+    scales = [
+        {
+            "windows": 1,
+            "rows": evidence.counts.rows if evidence.counts is not None else None,
+            "breached": window_result.breached,
+            "status": window_result.status,
+            "p_value": window_result.p_value,
+            "level": window_result.level,
+            "features": list(window_result.breached_features),
+        }
+    ]
+    breached_by = None
+    for windows in monitor.evidence.scales[1:]:
+        counts = None if evidence.pooled is None else evidence.pooled(windows)
+        if counts is None:
+            scales.append({"windows": windows, "status": "no_data", "reason": "no history"})
+            continue
+        options = decision_options([monitor], features)
+        options["levels"] = {monitor.metric: levels[windows]}
+        report = check_drift_counts(evidence.profile, counts, tests=[monitor.metric], **options)
+        pooled = judge_report(monitor, report)
+        scales.append(
+            {
+                "windows": windows,
+                "rows": counts.rows,
+                "breached": pooled.breached,
+                "status": pooled.status,
+                "p_value": pooled.p_value,
+                "level": pooled.level,
+                "observed": pooled.observed,
+                "min_detectable": pooled.min_detectable,
+                "features": list(pooled.breached_features),
+            }
+        )
+        if pooled.breached and breached_by is None:
+            breached_by = scales[-1]  # the shortest span that shows it: the most recent
+    details = {**window_result.details, "scales": scales,
+               "window_breached": window_result.breached}  # fmt: skip
+    if breached_by is None:
+        return replace(window_result, details=details)
+    span = span_text(breached_by["windows"], breached_by["rows"])
+    details["evidence"] = span
+    reason = f"{span}: {monitor.metric} breached on {', '.join(breached_by['features'])}"
+    if window_result.reason:
+        reason = f"{reason}; {window_result.reason}"
+    return replace(
+        window_result,
+        breached=True,
+        status="ok",
+        breached_features=sorted(
+            set(window_result.breached_features) | set(breached_by["features"])
+        ),
+        reason=reason,
+        details=details,
+    )
 
 
 def _other_kinds():

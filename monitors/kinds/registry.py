@@ -58,6 +58,10 @@ class WindowEvidence:
     labels_missing_reason: str = "no labels for this window"
     baseline: Callable[[str], float | None] | None = None
     decision_threshold: float = 0.5
+    # The counts of the last ``k`` windows, this one included, read again from the
+    # sample store (evidence across windows, monitors.evidence); None: no history (a
+    # --source file), and the pooled scales are reported as not tested.
+    pooled: Callable[[int], Any] | None = None
 
 
 def base_of(monitor) -> dict:
@@ -87,6 +91,8 @@ class MonitorKind:
     rejudged_as_labels_arrive: ClassVar[bool] = False
     # The result is about the model's outputs or requests, not named features.
     features_must_be_all: ClassVar[bool] = False
+    # Tests the pooled last windows too (``evidence: {scales: ...}``, monitors.evidence).
+    pools_windows: ClassVar[bool] = False
 
     def matches(self, metric: str) -> bool:
         raise NotImplementedError
@@ -100,6 +106,13 @@ class MonitorKind:
             raise ValueError(
                 f"metric {monitor.metric} judges the model's outputs, not features: "
                 "features must be 'all' (the default)"
+            )
+        if monitor.evidence.pooled and not self.pools_windows:
+            pooling = [k.name for k in KINDS if k.pools_windows]
+            raise ValueError(
+                f"evidence.scales: metric {monitor.metric} is judged on one window at a "
+                f"time; only {', '.join(pooling)} monitors pool windows (set scales: [1] "
+                "or remove evidence:)"
             )
 
     def check_against(self, monitor, features: list[str], contract) -> list[str]:
