@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -143,3 +146,43 @@ def test_the_drift_check_judges_the_replayed_season_with_its_labels(project, ser
     realized = next(line for line in checked.stdout.splitlines() if "| realized-accuracy" in line)
     assert f"on {accepted} labels" in realized  # labels.csv's species, joined by penguin_id
     assert "| missing-values" in checked.stdout
+
+
+def test_an_interrupted_replay_loses_nothing_acknowledged_and_a_rerun_resumes(project, service):
+    # The same penguins under other ids (a second production batch), sent slowly so that
+    # Ctrl-C lands mid-file.
+    production = pd.read_csv(project.parent / "production.csv")
+    production["penguin_id"] = production["penguin_id"].str.replace("PAL-", "LATE-")
+    batch = project.parent / "production-late.csv"
+    production.to_csv(batch, index=False)
+    command = [sys.executable, "-m", "driftgate.cli", "--config", str(project), "replay",
+               str(batch), "--url", service, "--rate", "10", "--no-labels"]  # fmt: skip
+    running = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "NO_COLOR": "1", "DRIFTGATE_ADMIN_TOKEN": TOKEN},
+    )  # fmt: skip
+    assert running.stdout.readline().startswith("replaying 120 rows")
+    time.sleep(2.0)  # about 20 rows at 10 a second
+    running.send_signal(signal.SIGINT)
+    out, err = running.communicate(timeout=60)
+    assert running.returncode == 130, out + err[-3000:]
+    assert "Traceback" not in err
+    (line,) = [x for x in out.splitlines() if x.startswith("interrupted:")]
+    sent, accepted = (
+        int(n) for n in re.search(r"(\d+)/120 rows sent: (\d+) accepted", line).groups()
+    )
+    assert 0 < sent < len(production)
+    assert "run the same command again to resume" in line
+
+    resumed = subprocess.run(
+        command, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "NO_COLOR": "1", "DRIFTGATE_ADMIN_TOKEN": TOKEN},
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr[-3000:]
+    complete = int((~production[FEATURES].isna().any(axis=1)).sum())
+    # What the first run had acknowledged answers 409; the rest is sent now. (A request
+    # in flight at the Ctrl-C may be logged without its answer counted: at most one.)
+    (summary,) = [x for x in resumed.stdout.splitlines() if x.startswith("done in")]
+    done = re.search(r"(\d+) accepted, \d+ refused \(422\), (\d+) already sent", summary)
+    now, before = int(done[1]), int(done[2])
+    assert before in (accepted, accepted + 1) and now + before == complete
