@@ -70,6 +70,12 @@ def _load(settings: DataSettings, source: str, labelled: bool = True) -> pd.Data
     return frame
 
 
+def load_production_file(settings: DataSettings, source: str) -> pd.DataFrame:
+    """A production file as the jobs read it: its time column parsed, its labels
+    (``data.labels``) joined by key where it has them (NaN where not), no row left out."""
+    return _load(settings, source, labelled=False)
+
+
 def labels_are_production_only(settings: DataSettings, frame: pd.DataFrame, source: str) -> bool:
     """Whether ``data.labels`` labels only the production records: the reference
     (``frame``, read from ``source``) holds the target itself and ``data.production``

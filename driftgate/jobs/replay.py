@@ -33,7 +33,7 @@ import pandas as pd
 from driftgate import registry
 from driftgate.config import ProjectConfig
 from driftgate.core.errors import EXIT_CHECK_FAILED, DriftgateError
-from driftgate.jobs.data import _load
+from driftgate.jobs.data import load_production_file
 
 Say = Callable[[str], None]
 
@@ -143,7 +143,7 @@ def load_production(
             "driftgate replay needs the id column of the records (each request id is "
             "derived from it): set data.labels.key or pass --key COLUMN"
         )
-    frame = _load(settings, path, labelled=False)
+    frame = load_production_file(settings, path)
     if key not in frame.columns:
         raise ReplayError(
             f"{path}: id column '{key}' not found ("
