@@ -27,6 +27,7 @@ from driftgate.commands.monitors import monitors_app
 from driftgate.commands.options import EXIT_FAILED, EXIT_REGISTRY, EXIT_USAGE, ConfigOption
 from driftgate.commands.options import setup_logging as _setup_logging
 from driftgate.commands.pipeline import CandidateFileOption, PreparedOption, with_prepared
+from driftgate.commands.replay import replay as replay_command
 from driftgate.core.errors import DriftgateError
 from driftgate.core.redaction import install_redacting_record_factory, redact_credentials
 
@@ -443,6 +444,7 @@ app.command()(serve_commands.pause)
 app.command()(serve_commands.resume)
 app.command("deploy")(deploy_command)
 app.command("adopt")(adopt_command)
+app.command("replay")(replay_command)
 
 
 def main() -> None:

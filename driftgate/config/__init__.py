@@ -84,10 +84,24 @@ class TrackingSettings(StrictModel):
 
 
 class LabelsSettings(StrictModel):
-    """The target in a file of its own, joined to the data by a key column."""
+    """The target in a file of its own, joined to the data by a key column.
+
+    Joined to the reference when the reference has no target column; when it has one
+    and ``data.production`` is set, these are the production records' labels (what
+    ``driftgate replay`` delivers after its delay), never joined to the reference.
+    """
 
     source: str = Field(min_length=1, description="CSV/Parquet file with the key and the target")
-    key: str = Field(min_length=1, description="column present in both files")
+    key: str = Field(
+        min_length=1,
+        description="the id column of the records, present in both files; "
+        "`driftgate replay` derives each request id from it",
+    )
+    target: str | None = Field(
+        None,
+        min_length=1,
+        description="the label column of the labels file; default: data.target",
+    )
 
 
 class DataSettings(StrictModel):

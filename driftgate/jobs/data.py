@@ -65,9 +65,27 @@ def _load(settings: DataSettings, source: str, labelled: bool = True) -> pd.Data
     frame = load_dataset(source, start_date=settings.start_date)
     if settings.time is not None:
         frame = parse_time_column(frame, settings.time, source, settings.time_unit)
-    if settings.labels is not None:
+    if settings.labels is not None and not labels_are_production_only(settings, frame, source):
         frame = join_labels(frame, settings, source, drop_unlabelled=labelled)
     return frame
+
+
+def load_production_file(settings: DataSettings, source: str) -> pd.DataFrame:
+    """A production file as the jobs read it: its time column parsed, its labels
+    (``data.labels``) joined by key where it has them (NaN where not), no row left out."""
+    return _load(settings, source, labelled=False)
+
+
+def labels_are_production_only(settings: DataSettings, frame: pd.DataFrame, source: str) -> bool:
+    """Whether ``data.labels`` labels only the production records: the reference
+    (``frame``, read from ``source``) holds the target itself and ``data.production``
+    is set. Such a reference used to be refused ("data.labels would join a second"),
+    so production labels could not be configured at all."""
+    return (
+        settings.production is not None
+        and source == settings.reference_source
+        and settings.target in frame.columns
+    )
 
 
 def join_labels(
@@ -77,22 +95,20 @@ def join_labels(
     labels_settings = settings.labels
     assert labels_settings is not None
     key, target = labels_settings.key, settings.target
-    labels = read_table(labels_settings.source)
-    for column, table, name in ((key, frame, where), (key, labels, labels_settings.source)):
-        if column not in table.columns:
-            raise DataError(f"{name}: data.labels.key column '{column}' not found")
-    if target not in labels.columns:
-        raise DataError(f"{labels_settings.source}: target column '{target}' not found")
     if target in frame.columns:
-        raise DataError(
-            f"{where}: already has the target column '{target}'; data.labels would join a second"
+        hint = (
+            "; with data.production set, data.labels labels the production records and "
+            "the reference keeps its own target"
+            if settings.production is None
+            else ""
         )
-    duplicated = labels[key].duplicated()
-    if duplicated.any():
         raise DataError(
-            f"{labels_settings.source}: key '{key}' repeats "
-            f"(e.g. {labels[key][duplicated].iloc[0]!r}); one label per key"
+            f"{where}: already has the target column '{target}'; data.labels would join "
+            f"a second{hint}"
         )
+    labels = read_labels_table(settings)
+    if key not in frame.columns:
+        raise DataError(f"{where}: data.labels.key column '{key}' not found")
     joined = frame.merge(labels[[key, target]], on=key, how="left", sort=False)
     unlabelled = joined[target].isna()
     if drop_unlabelled and unlabelled.any():
@@ -110,6 +126,32 @@ def join_labels(
         if pd.api.types.is_float_dtype(values) and (values % 1 == 0).all():
             joined[target] = values.astype("int64")
     return joined
+
+
+def read_labels_table(settings: DataSettings) -> pd.DataFrame:
+    """The labels file of ``data.labels``: its key column and its label column (renamed
+    to ``data.target``), one row per key; DataError naming the file and column else."""
+    labels_settings = settings.labels
+    assert labels_settings is not None
+    key, path = labels_settings.key, labels_settings.source
+    column = labels_settings.target or settings.target
+    option = "data.labels.target" if labels_settings.target else "data.target"
+    labels = read_table(path)
+    if key not in labels.columns:
+        raise DataError(f"{path}: data.labels.key column '{key}' not found")
+    if column not in labels.columns:
+        raise DataError(
+            f"{path}: label column '{column}' ({option}) not found; columns: "
+            f"{', '.join(map(str, labels.columns))}"
+        )
+    duplicated = labels[key].duplicated()
+    if duplicated.any():
+        raise DataError(
+            f"{path}: key '{key}' repeats (e.g. {labels[key][duplicated].iloc[0]!r}); "
+            "one label per key"
+        )
+    labels = labels[[key, column]]
+    return labels.rename(columns={column: settings.target}) if column != settings.target else labels
 
 
 def _check_target(frame: pd.DataFrame, target: str, where: str, task: str = "binary") -> None:

@@ -252,3 +252,51 @@ def test_a_retrains_data_is_judged_by_the_contract_on_the_columns_the_model_uses
     assert retrained.contract_result.passed
     assert len(retrained.splits.train) == len(data.splits.train) + 20
     assert "OrderId" not in retrained.contract_result.columns  # judged on the model's columns
+
+
+def _reference_with_its_target(project: Path) -> None:
+    """The reference holds its own target; labels.csv labels the production records."""
+    reference = pd.read_parquet(project / "reference.pq")
+    reference["Returned"] = np.random.default_rng(5).integers(0, 2, len(reference))
+    reference.to_parquet(project / "reference.pq", index=False)
+    production = pd.read_csv(project / "production.csv")
+    labels = pd.DataFrame({"OrderId": production["OrderId"], "returned_flag": 1})
+    labels.iloc[::2].to_csv(project / "labels.csv", index=False)  # half are labelled
+
+
+PRODUCTION_LABELS = CONFIG.replace(
+    "labels: {source: labels.csv, key: OrderId}",
+    "labels: {source: labels.csv, key: OrderId, target: returned_flag}",
+)
+
+
+def test_production_labels_beside_a_reference_with_its_target_label_production(project):
+    # Before: "reference.pq: already has the target column 'Returned'; data.labels would
+    # join a second" - production labels could not be configured at all.
+    _reference_with_its_target(project)
+    (project / "driftgate.yaml").write_text(PRODUCTION_LABELS)
+    data = prepare_data(load_config(project / "driftgate.yaml"))
+    reference = pd.concat([data.splits.train, data.splits.validation, data.splits.test])
+    assert len(reference) == ROWS  # every reference row kept, with its own target
+    production = data.splits.production
+    assert production["Returned"].notna().sum() == 50  # the labels file's, by OrderId
+    assert "OrderId" not in data.features
+
+
+def test_production_labels_without_a_production_file_are_refused_saying_why(project):
+    _reference_with_its_target(project)
+    (project / "driftgate.yaml").write_text(PRODUCTION_LABELS.replace(
+        "  production: production.csv\n", ""
+    ))  # fmt: skip
+    expected = r"already has the target column 'Returned'.*with data\.production set, data\.labels"
+    with pytest.raises(DataError, match=expected + r" labels the production"):
+        prepare_data(load_config(project / "driftgate.yaml"))
+
+
+def test_a_labels_file_without_its_label_column_is_refused_naming_file_and_column(project):
+    _reference_with_its_target(project)
+    (project / "driftgate.yaml").write_text(PRODUCTION_LABELS.replace("returned_flag", "flag"))
+    expected = r"labels\.csv: label column 'flag' \(data\.labels\.target\) not found; columns"
+    with pytest.raises(DataError, match=expected + ": OrderId, returned_flag") as raised:
+        prepare_data(load_config(project / "driftgate.yaml"))
+    assert raised.value.exit_code == 2
