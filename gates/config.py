@@ -58,11 +58,54 @@ class MetricGate(StrictModel):
         return self
 
 
+class RecentSlice(StrictModel):
+    """``promotion.recent``: the gate also scores candidate and champion on the newest
+    labelled production rows of the held-out split (the rows a retrain's data window
+    added to it, :mod:`driftgate.jobs.retrain_data`), reported apart from the split.
+
+    The candidate must be better than the champion there beyond the slice's sampling
+    error (a one-sided paired sign-flip test, :mod:`driftgate.gates.paired`), whatever
+    the configured split says; the ``trivial_baseline`` check judges it on the same rows.
+    """
+
+    rows: int = Field(
+        1000, ge=1, description="at most this many of the newest labelled production rows"
+    )
+    min_rows: int = Field(
+        30,
+        ge=1,
+        description="fewer labelled production rows: the slice is not judged (reported as "
+        "not applicable) and the other gates decide",
+    )
+    metric: Literal["accuracy", "log_loss", "rmse", "mae"] | None = Field(
+        None,
+        description="per-row metric compared; default accuracy (classification), rmse (regression)",
+    )
+    confidence: float = Field(
+        0.95,
+        gt=0.5,
+        lt=1.0,
+        description="the candidate counts as better when a one-sided paired test says so "
+        "at this confidence (p <= 1 - confidence)",
+    )
+
+    @model_validator(mode="after")
+    def _min_rows_fit(self) -> RecentSlice:
+        if self.min_rows > self.rows:
+            raise ValueError(f"min_rows {self.min_rows} is more than rows {self.rows}")
+        return self
+
+
 class PromotionSettings(StrictModel):
     split: Literal["val", "test"] = Field(
         "test", description="held-out split both candidate and champion are scored on"
     )
     metrics: list[MetricGate] = Field(default_factory=list)
+    recent: RecentSlice | None = Field(
+        None,
+        description="also judge candidate and champion on the newest labelled production "
+        "rows (None: the configured split alone)",
+    )
 
 
 class ModelChecks(BaseModel):

@@ -15,13 +15,14 @@ _DURATION = re.compile(r"^(\d{1,9})([smhd])$")
 _UNITS = {"s": "s", "m": "min", "h": "h", "d": "D"}
 
 
-def parse_duration(text: str) -> pd.Timedelta:
+def parse_duration(text: str, longest: pd.Timedelta | None = MAX_WINDOW) -> pd.Timedelta:
     """``30m``, ``1h``, ``7d`` -> Timedelta: the one syntax of a monitor's ``window`` and
     of ``driftgate drift-check --window``.
 
     Raises:
         ValueError: not ``<digits><s|m|h|d>``, zero (a window that never advances), or
-            longer than :data:`MAX_WINDOW`.
+            longer than ``longest`` (default :data:`MAX_WINDOW`; None: no bound, for a
+            span read in chunks, such as a retrain's ``retrain.data.recent``).
     """
     match = _DURATION.match(str(text).strip())
     if match is None:
@@ -31,8 +32,8 @@ def parse_duration(text: str) -> pd.Timedelta:
     length = pd.Timedelta(int(match[1]), unit=_UNITS[match[2]])
     if length <= pd.Timedelta(0):
         raise ValueError(f"window '{text}' is empty: it must be longer than 0")
-    if length > MAX_WINDOW:
-        raise ValueError(f"window '{text}' is longer than the maximum of 366d")
+    if longest is not None and length > longest:
+        raise ValueError(f"window '{text}' is longer than the maximum of {longest.days}d")
     return length
 
 

@@ -58,8 +58,52 @@ def is_stattest_metric(metric: str) -> bool:
 RETRAIN_ACTION = "retrain"
 
 
+class RetrainDataSettings(StrictModel):
+    """``retrain.data:`` what a retrain learns from (all optional; the defaults are the
+    configured data plus the breaching window's labelled records)."""
+
+    recent: str | None = Field(
+        None,
+        description="labelled production records this long before the breaching window's "
+        "end (e.g. 1095d), instead of the breaching window alone",
+    )
+    rows: int | None = Field(
+        None, ge=3, description="at most this many of the newest labelled records"
+    )
+    reference: Literal["include", "exclude"] = Field(
+        "include",
+        description="exclude: train, validate and test on the recent labelled records "
+        "alone, split in time order (the configured data is the past the model "
+        "no longer describes); include: append them to the configured splits",
+    )
+
+    @field_validator("recent")
+    @classmethod
+    def _is_a_duration(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                parse_duration(value, longest=None)
+            except ValueError as exc:
+                raise ValueError(str(exc).replace("window", "recent", 1)) from None
+        return value
+
+    @property
+    def recent_length(self) -> pd.Timedelta | None:
+        return None if self.recent is None else parse_duration(self.recent, longest=None)
+
+    @property
+    def is_default(self) -> bool:
+        return self.recent is None and self.rows is None and self.reference == "include"
+
+
 class RetrainSettings(StrictModel):
     """``retrain:`` on a monitor whose ``action`` is ``retrain`` (all optional)."""
+
+    data: RetrainDataSettings = Field(
+        default_factory=RetrainDataSettings,
+        description="what the retrain learns from: recent labelled records, with or "
+        "without the configured data",
+    )
 
     lease: str = Field(
         "6h",

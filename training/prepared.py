@@ -26,6 +26,18 @@ RAW_FILE = "raw.parquet"
 # Written into a retrain's prepared folder beside the splits: how many production rows
 # each split gained (jobs/retrain_data.py); its presence marks a retrain's data.
 WINDOW_ROWS_FILE = "window_rows.txt"
+
+
+def read_window_rows(folder: Path) -> dict[str, int]:
+    """What ``WINDOW_ROWS_FILE`` in ``folder`` records (split -> production rows added at
+    its end, plus counts of unverified labels); empty when the folder has none."""
+    path = Path(folder) / WINDOW_ROWS_FILE
+    if not path.is_file():
+        return {}
+    pairs = (line.split() for line in path.read_text().splitlines() if line.strip())
+    return {name: int(rows) for name, rows in pairs}
+
+
 SPLIT_FILES = {
     "train": "train.parquet",
     "validation": "validation.parquet",

@@ -102,7 +102,9 @@ def run_loop(config: ProjectConfig, config_arg: str | None, flows: DemoFlows, sa
         config_arg, port, reports / "service.log", env={config.serving.admin_token_env: token}
     )
     try:
-        wait_until_ready(base_url, service)
+        # The service loads torch and the model: on a 2-core machine shared with other
+        # work that took over 120 s (a demo failed so), so it is given 5 minutes.
+        wait_until_ready(base_url, service, timeout=300.0)
         say(f"  ready; log: {reports / 'service.log'}")
 
         dates = production["date"]
@@ -151,6 +153,8 @@ def run_loop(config: ProjectConfig, config_arg: str | None, flows: DemoFlows, sa
             f"POST /feedback ({seconds:.0f} s with the checks)"
         )
         say_retrains(config, say)
+        for line in realized_summary_lines(points, production, data.target):
+            say(f"  {line}")
 
         say("\n== 4. what the monitors did: open reviews ==")
         reviews = review_store(config)
@@ -305,6 +309,37 @@ def window_lines(window: dict) -> list[str]:
     )
     actions = [f"{'':<24}-> {a['detail'][:150]}" for a in window["actions"] if a["changed"]]
     return [row, *actions]
+
+
+def realized_summary_lines(points: list[tuple], production, target: str) -> list[str]:
+    """Realized accuracy per year with the version that served it and what always
+    answering the year's majority class would have scored; then the mean before and
+    after the first retrain's champion took over (issue 29's measure of healing)."""
+    import pandas as pd
+
+    lines = ["", "realized accuracy per year (labelled answered days), by the version serving:"]
+    lines.append(f"{'year ending':<12} {'version':>7} {'realized':>8} {'majority':>8}")
+    dates = production["date"]
+    before, after, first = [], [], points[0][3] if points else None
+    for end, _, monitors, version in points:
+        realized = (monitors.get(REALIZED) or {}).get("realized")
+        days = production[(dates >= (end - pd.Timedelta(days=365)).tz_localize(None))
+                          & (dates < end.tz_localize(None))]  # fmt: skip
+        share = float((days[target] == days[target].mode().iloc[0]).mean()) if len(days) else None
+        shown = "-" if not isinstance(realized, float) else f"{realized:.3f}"
+        majority = "-" if share is None else f"{share:.3f}"
+        lines.append(f"{end:%Y-%m-%d}   {'v' + str(version):>7} {shown:>8} {majority:>8}")
+        if isinstance(realized, float):
+            (before if str(version) == str(first) else after).append(realized)
+    served = ((f"served by the first champion v{first}", before),
+              ("served by retrained champions", after))  # fmt: skip
+    for label, values in served:
+        if values:
+            lines.append(
+                f"mean realized accuracy {label}: {sum(values) / len(values):.3f} "
+                f"({len(values)} years)"
+            )
+    return lines
 
 
 def say_retrains(config: ProjectConfig, say: Say) -> None:

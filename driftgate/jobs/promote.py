@@ -25,6 +25,8 @@ from driftgate.environment import describe_environment
 from driftgate.gates.checks import GateInputs, NotApplicable, run_checks
 from driftgate.gates.config import GateConfig
 from driftgate.gates.metrics import evaluate_metric_gate
+from driftgate.gates.paired import ROW_METRICS
+from driftgate.gates.recent import judge_recent
 from driftgate.gates.result import CheckResult, GateResult
 from driftgate.jobs.data import PreparedData, prepare_data
 from driftgate.jobs.steps import StepRunner, call_step
@@ -37,6 +39,7 @@ from driftgate.training.flavour import (
     set_plugin_root,
 )
 from driftgate.training.inputs import encode_target, model_inputs
+from driftgate.training.prepared import read_window_rows
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +94,12 @@ def check_gates_for_task(gates: GateConfig, task: str, where: str = "gates.yaml"
                 f"{where}: promotion.metrics.{index}.metric: '{gate.metric}' is not a metric of "
                 f"a {task} model (model.task); use one of {', '.join(known)}"
             )
+    recent = gates.promotion.recent
+    if recent is not None and recent.metric is not None and recent.metric not in ROW_METRICS[task]:
+        raise ConfigError(
+            f"{where}: promotion.recent.metric: '{recent.metric}' is not a per-row metric of "
+            f"a {task} model (model.task); use one of {', '.join(ROW_METRICS[task])}"
+        )
     overfitting = gates.model_checks.settings().get("overfitting")
     metric = getattr(overfitting, "metric", None)
     if metric is not None and metric not in known:
@@ -117,6 +126,19 @@ def _metrics_on(
         return outputs, task_metrics(spec.task, target, outputs, decision_threshold)
     except ValueError:  # a wrong output shape: the output_shape check names it
         return outputs, broken
+
+
+def recent_rows(config: ProjectConfig, held_out, split: str, rows: int):
+    """The held-out split's labelled production rows, the newest ``rows`` of them, or
+    why there are none. A retrain's data (:mod:`driftgate.jobs.retrain_data`) appends
+    the window's rows, in time order, to the end of each split and records how many;
+    configured data without a window has none (a first model is judged on the split)."""
+    if config.data.prepared is None:
+        return None, "no labelled production rows: the configured data has no retrain window"
+    added = read_window_rows(config.resolve(config.data.prepared)).get(split, 0)
+    if added <= 0:
+        return None, f"the retrain window added no labelled production rows to the {split} split"
+    return held_out.iloc[len(held_out) - min(added, rows) :], ""
 
 
 def _bounds(data: PreparedData, spec: ModelSpec) -> tuple[np.ndarray, np.ndarray]:
@@ -187,7 +209,7 @@ def evaluate_gates(
     candidate_outputs, candidate_metrics = _metrics_on(
         pyfunc.predict, held_out, data, spec, threshold
     )
-    champion_metrics = None
+    champion_metrics, champion_predict = None, None
     if champion_for_comparison is not None:
         champion_model = registry.load_pyfunc(tracking, f"models:/{name}/{champion_for_comparison}")
         champion_info = registry.version_info(tracking, name, champion_for_comparison)
@@ -196,12 +218,22 @@ def evaluate_gates(
             _, champion_metrics = _metrics_on(
                 champion_model.predict, held_out, data, spec, threshold
             )
+            champion_predict = champion_model.predict
         else:
             log.warning(
                 "champion v%s predicts %s %s, the candidate %s %s: comparing absolute gates only",
                 champion_for_comparison, champion_spec.task, list(champion_spec.classes),
                 spec.task, list(spec.classes),
             )  # fmt: skip
+    recent_checks, judged = _judge_recent_slice(
+        config, gates, data, spec, held_out, pyfunc.predict, champion_predict, threshold
+    )
+    if judged is None:  # no recent slice: the trivial baseline judges the held-out split
+        judged = (
+            f"{SPLITS[gates.promotion.split]} split ({len(held_out)} rows)",
+            encode_target(spec.task, held_out[data.target], spec.classes, "held-out"),
+            candidate_outputs,
+        )
     lower, upper = _bounds(data, spec)
     inputs = GateInputs(
         task=spec.task,
@@ -218,6 +250,9 @@ def evaluate_gates(
         recorded_environment=info.environment,
         current_environment=describe_environment(config.root),
         contract_result=data.contract_result,
+        judged_slice=judged[0],
+        judged_targets=judged[1],
+        judged_outputs=judged[2],
         settings=gates.model_checks.settings(),
         # The ONNX export (export_parity, format onnx) is written here and logged on the
         # version's run by record_gate, where the onnxruntime serving backend reads it.
@@ -229,8 +264,38 @@ def evaluate_gates(
         result.checks.extend(
             evaluate_metric_gate(gate, gates.promotion.split, candidate_metrics, champion_metrics)
         )
+    result.checks.extend(recent_checks)
     result.checks.extend(run_checks("model_checks", inputs))
     return result
+
+
+def _judge_recent_slice(
+    config, gates: GateConfig, data, spec, held_out, predict, champion_predict, threshold
+) -> tuple[list[CheckResult], tuple | None]:
+    """``promotion.recent``'s results, and the slice the trivial baseline judges
+    (name, targets, candidate outputs), None when there is no recent slice to judge."""
+    settings = gates.promotion.recent
+    if settings is None:
+        return [], None
+    split = SPLITS[gates.promotion.split]
+    frame, why = recent_rows(config, held_out, split, settings.rows)
+    if frame is None or len(frame) < settings.min_rows:
+        results = judge_recent(
+            settings, spec.task, None if frame is None else frame[data.target].to_numpy(),
+            None, None, threshold, missing_reason=why,
+        )  # fmt: skip
+        return results, None
+    targets = encode_target(spec.task, frame[data.target], spec.classes, "recent slice")
+    candidate = _outputs(predict, frame, spec)
+    champion = None if champion_predict is None else _outputs(champion_predict, frame, spec)
+    results = judge_recent(settings, spec.task, targets, candidate, champion, threshold)
+    name = f"recent slice ({len(frame)} newest labelled production rows of the {split} split)"
+    return results, (name, targets, candidate)
+
+
+def _outputs(predict, frame, spec: ModelSpec) -> np.ndarray:
+    outputs = np.asarray(predict(model_inputs(frame, spec.features)), np.float64)
+    return outputs if spec.task == "multiclass" else outputs.ravel()
 
 
 def _weights(tracking, info: registry.VersionInfo) -> tuple[dict, dict | None]:

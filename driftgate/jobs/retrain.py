@@ -43,7 +43,7 @@ from driftgate.config import ProjectConfig
 from driftgate.core.errors import DriftgateError
 from driftgate.core.redaction import redact_credentials
 from driftgate.gates.result import GateResult
-from driftgate.jobs.retrain_data import retrain_data
+from driftgate.jobs.retrain_data import retrain_data, save_data_settings
 from driftgate.jobs.steps import StepRunner, call_step
 from driftgate.monitors.actions import ActionRequest, RetrainStart
 from driftgate.monitors.rules import RetrainSettings
@@ -103,6 +103,8 @@ def start_retrain(
         )
     finally:
         store.close()
+    if claim.started:  # before launching: whoever builds the data reads them
+        save_data_settings(config, claim.retrain.id, settings.data)
     if not claim.started:
         found = claim.retrain
         _add_evidence(config, review_id, links(found))

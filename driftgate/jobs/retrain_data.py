@@ -53,9 +53,15 @@ import pandas as pd
 
 from driftgate.config import ProjectConfig
 from driftgate.jobs.data import prepare_data
+from driftgate.monitors.rules import RetrainDataSettings
 from driftgate.stores.labels import is_verified
 from driftgate.training.data import DataError, Splits, split_reference
-from driftgate.training.prepared import SPLIT_FILES, WINDOW_ROWS_FILE, save_prepared
+from driftgate.training.prepared import (
+    SPLIT_FILES,
+    WINDOW_ROWS_FILE,
+    read_window_rows,
+    save_prepared,
+)
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +71,10 @@ ADDED_FILE = WINDOW_ROWS_FILE
 # Beside the data folder: this retrain found too few labelled records and trains on the
 # configured data.
 CONFIGURED_ONLY_FILE = "configured-data-only"
+# Beside the data folder: the monitor's ``retrain.data`` settings, written when the
+# retrain is claimed, so whichever process builds the data (here, a worker sharing the
+# home folder) builds it from the same settings.
+DATA_SETTINGS_FILE = "data-settings.json"
 NO_LABELS = "no labelled records in the window"
 TOO_FEW_VERIFIED = (
     "too few verified labels in the window to hold out the gate's rows; its {unverified} "
@@ -99,13 +109,22 @@ class RetrainData:
     unverified: dict[str, int] = field(default_factory=dict)  # trained on / left out
     reason: str = NO_LABELS  # why the configured data alone (folder None)
     flagged: str | None = None  # what the region guard found in the unverified labels
+    settings: RetrainDataSettings = field(default_factory=RetrainDataSettings)
 
     @property
     def summary(self) -> str:
         if self.folder is None:
             return f"trained on the configured data ({self.reason})"
         parts = ", ".join(f"{rows} to {split}" for split, rows in self.added.items())
-        text = f"trained on the configured data + the window's labelled records ({parts})"
+        records = "the window's labelled records"
+        if self.settings.recent is not None:
+            records = f"the labelled records of the last {self.settings.recent}"
+        if self.settings.rows is not None:
+            records += f" (newest {self.settings.rows} at most)"
+        if self.settings.reference == "exclude":
+            text = f"trained on {records} alone, split in time order ({parts})"
+        else:
+            text = f"trained on the configured data + {records} ({parts})"
         trained, left = (self.unverified.get(k, 0) for k in (UNVERIFIED_TRAIN, UNVERIFIED_LEFT_OUT))
         if self.flagged is not None:
             text += f"; {left} unverified label(s) left out, flagged for review: {self.flagged}"
@@ -117,24 +136,44 @@ class RetrainData:
         return text
 
 
+def save_data_settings(
+    config: ProjectConfig, retrain_id: str, settings: RetrainDataSettings
+) -> None:
+    """Record the monitor's ``retrain.data`` for the retrain (read by :func:`retrain_data`)."""
+    path = config.home_dir / "retrains" / retrain_id / DATA_SETTINGS_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(settings.model_dump_json())
+
+
+def load_data_settings(config: ProjectConfig, retrain_id: str) -> RetrainDataSettings:
+    """The retrain's recorded ``retrain.data``; the defaults when none was recorded."""
+    path = config.home_dir / "retrains" / retrain_id / DATA_SETTINGS_FILE
+    if not path.is_file():
+        return RetrainDataSettings()
+    return RetrainDataSettings.model_validate_json(path.read_text())
+
+
 def retrain_data(config: ProjectConfig, retrain_id: str, window: tuple[str, str]) -> RetrainData:
     """The retrain's data version, built on first use and reused after (a worker and
     the gate that follows it read the same folder)."""
     folder = config.home_dir / "retrains" / retrain_id / "data"
+    settings = load_data_settings(config, retrain_id)
     # Decided once: labels that arrive while the candidate trains must not change the
     # data the gate scores it on (its data_version check would fail).
     configured_only = folder.with_name(CONFIGURED_ONLY_FILE)
     if configured_only.is_file():
-        return RetrainData(config, None, {}, reason=configured_only.read_text().strip())
+        return RetrainData(
+            config, None, {}, reason=configured_only.read_text().strip(), settings=settings
+        )
     if not (folder / SPLIT_FILES["train"]).is_file():
-        added = build(config, window, folder)
+        added = build(config, window, folder, settings)
         if isinstance(added, str):
             log.info("retrain %s: %s (%s..%s)", retrain_id, added, *window)
             configured_only.parent.mkdir(parents=True, exist_ok=True)
             configured_only.write_text(added + "\n")
-            return RetrainData(config, None, {}, reason=added)
+            return RetrainData(config, None, {}, reason=added, settings=settings)
     else:
-        added = _added_rows(folder)
+        added = read_window_rows(folder)
     splits = {name: added[name] for name in SPLIT_NAMES if name in added}
     unverified = {
         k: added[k]
@@ -149,22 +188,52 @@ def retrain_data(config: ProjectConfig, retrain_id: str, window: tuple[str, str]
         splits,
         unverified=unverified,
         flagged=flagged.read_text().strip() if flagged.is_file() else None,
+        settings=settings,
     )
 
 
-def build(config: ProjectConfig, window: tuple[str, str], folder: Path) -> dict[str, int] | str:
-    """Write the configured splits with the window's labelled records added into
-    ``folder`` (atomically: a crash leaves no half-written version) and return the rows
-    added; when the window gives too few verified labels to split, write nothing and
-    return why."""
+def data_window(window: tuple[str, str], settings: RetrainDataSettings) -> tuple[str, str]:
+    """The span of labelled records the retrain reads: the breaching window, or with
+    ``retrain.data.recent`` that long before the window's end."""
+    if settings.recent_length is None:
+        return window
+    end = pd.Timestamp(window[1])
+    end = end.tz_localize("UTC") if end.tzinfo is None else end
+    return ((end - settings.recent_length).isoformat(), window[1])
+
+
+def build(
+    config: ProjectConfig,
+    window: tuple[str, str],
+    folder: Path,
+    settings: RetrainDataSettings | None = None,
+) -> dict[str, int] | str:
+    """Write the configured splits with the window's labelled records added (or, with
+    ``retrain.data.reference: exclude``, those records alone) into ``folder``
+    (atomically: a crash leaves no half-written version) and return the rows added;
+    when the window gives too few verified labels to split, write nothing and return
+    why."""
+    settings = settings or RetrainDataSettings()
     data = prepare_data(config, validate_contract=False)
-    labelled = window_training_rows(config, window, data.features, data.target, data.splits.train)
-    selected = select_window_rows(labelled, config)
+    labelled = window_training_rows(
+        config, data_window(window, settings), data.features, data.target, data.splits.train
+    )
+    if settings.rows is not None:  # in time order: the newest are last
+        labelled = labelled.iloc[max(0, len(labelled) - settings.rows) :]
+    # A recent window is split in time order whatever data.split says: the candidate is
+    # then scored on the newest records, the present it is meant for.
+    selected = select_window_rows(
+        labelled, config, method=None if settings.is_default else "chronological"
+    )
     if isinstance(selected, str):
         return selected
     parts, unverified, flagged = selected
+    if settings.reference == "exclude":
+        base = {name: getattr(data.splits, name).iloc[:0] for name in SPLIT_NAMES}
+    else:
+        base = {name: getattr(data.splits, name) for name in SPLIT_NAMES}
     joined = Splits(
-        **{name: _append(getattr(data.splits, name), getattr(parts, name)) for name in SPLIT_NAMES},
+        **{name: _append(base[name], getattr(parts, name)) for name in SPLIT_NAMES},
         production=data.splits.production,
     )
     raw = pd.concat([joined.reference, joined.production], ignore_index=True)
@@ -184,7 +253,7 @@ def build(config: ProjectConfig, window: tuple[str, str], folder: Path) -> dict[
 
 
 def select_window_rows(
-    labelled: pd.DataFrame, config: ProjectConfig
+    labelled: pd.DataFrame, config: ProjectConfig, method: str | None = None
 ) -> tuple[Splits, dict[str, int], str | None] | str:
     """Where the window's labelled records go (the module doc): the verified ones split
     by the configured method and shares, the unverified ones older than every held-out
@@ -202,7 +271,7 @@ def select_window_rows(
             labelled.iloc[:0],
             settings.validation_share,
             settings.test_share,
-            method=settings.split,
+            method=method or settings.split,
             seed=settings.split_seed,
             time_column=settings.time,
             target=settings.target,
@@ -282,14 +351,6 @@ def concentrated_disagreement(rows: pd.DataFrame, target: str) -> str | None:
         f"{p_in:.0%} of the {n_in} unverified labels with {name} in [{low:.4g}, {high:.4g}] "
         f"contradict the champion's answer, {p_out:.0%} elsewhere"
     )
-
-
-def _added_rows(folder: Path) -> dict[str, int]:
-    path = folder / ADDED_FILE
-    if not path.is_file():
-        return {}
-    pairs = (line.split() for line in path.read_text().splitlines() if line)
-    return {name: int(rows) for name, rows in pairs}
 
 
 def window_training_rows(
@@ -383,5 +444,9 @@ def _target(rows: pd.DataFrame, trained: pd.Series, task: str) -> pd.Series:
 
 def _append(configured: pd.DataFrame, window: pd.DataFrame) -> pd.DataFrame:
     """``configured`` then ``window``, with the configured columns in their order (a
-    column the window lacks is missing there); a fresh 0..n index as the splits have."""
-    return pd.concat([configured, window.reindex(columns=configured.columns)], ignore_index=True)
+    column the window lacks is missing there); a fresh 0..n index as the splits have.
+    An empty ``configured`` (``reference: exclude``) gives the window alone."""
+    window = window.reindex(columns=configured.columns)
+    if configured.empty:
+        return window.reset_index(drop=True)
+    return pd.concat([configured, window], ignore_index=True)

@@ -96,6 +96,11 @@ class GateInputs:
         contract_result: The reference period's contract result, None without a contract.
         recorded_data_digest: Training-data digest recorded on the candidate.
         data_digest: Digest of the configured data's training split.
+        judged_slice: What ``judged_targets`` are: the recent slice (``promotion.recent``,
+            the newest labelled production rows) when the gate has one, else the
+            configured held-out split; said in the report.
+        judged_targets: Those rows' labels, encoded (binary 0/1, the class index, the value).
+        judged_outputs: The candidate's outputs on them (the task's shape).
         settings: Every check's validated settings by name (a check held to another
             check's bar reads it here).
         export_dir: Where a check writes files that belong with the version (the ONNX
@@ -121,6 +126,9 @@ class GateInputs:
     contract_result: Any = NOT_GIVEN
     recorded_data_digest: str = NOT_GIVEN
     data_digest: str = NOT_GIVEN
+    judged_slice: str = NOT_GIVEN
+    judged_targets: np.ndarray = NOT_GIVEN
+    judged_outputs: np.ndarray = NOT_GIVEN
     settings: Mapping[str, CheckSettings] = field(default_factory=dict)
     export_dir: Path | None = None
 

@@ -77,3 +77,23 @@ def test_the_plots_draw_the_points_the_demo_collects(tmp_path):
     plot_drift_over_time(points, ["x"], "kl", tmp_path / "kl.png")
     for name in ("performance.png", "kl.png"):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_realized_summary_splits_years_by_the_version_serving():
+    """The demo's measure of healing (issue 29): realized accuracy per year beside the
+    year's majority share, and the mean by the first champion and by retrained ones."""
+    import pandas as pd
+
+    from driftgate.jobs.demo import REALIZED, realized_summary_lines
+
+    dates = pd.Series(pd.date_range("1980-01-01", periods=730, freq="D"))
+    production = pd.DataFrame({"date": dates, "rain": [0, 0, 0, 1] * 182 + [0, 0]})
+    ends = [pd.Timestamp("1981-01-01", tz="UTC"), pd.Timestamp("1982-01-01", tz="UTC")]
+    points = [
+        (ends[0], {}, {REALIZED: {"realized": 0.5}}, "1"),
+        (ends[1], {}, {REALIZED: {"realized": 0.8}}, "2"),
+    ]
+    lines = realized_summary_lines(points, production, "rain")
+    assert any(line.startswith("1982-01-01") and "v2" in line and "0.800" in line for line in lines)
+    assert "mean realized accuracy served by the first champion v1: 0.500 (1 years)" in lines
+    assert "mean realized accuracy served by retrained champions: 0.800 (1 years)" in lines

@@ -266,6 +266,9 @@ def test_checks_run_in_the_documented_order_with_their_bars(store):
         ("model_checks", "registry_parity", "<= 1e-05"),
         ("model_checks", "overfitting_roc_auc", "<= 0.1"),
         ("model_checks", "environment", "same minor release"),
+        # No recent slice here (configured data): judged on the test split (issue 29).
+        ("model_checks", "trivial_baseline_accuracy", "beats the constant, p <= 0.05"),
+        ("model_checks", "trivial_baseline_log_loss", "beats the constant, p <= 0.05"),
     ]
     assert result.passed, result.table()
 
@@ -281,7 +284,12 @@ def test_a_check_added_as_a_module_runs_in_the_real_gate(store, tmp_path):
             store["config"], load_gate_config(gates_file), store["strong"]
         )
     names = [c.name for c in result.checks]
-    assert names[-2:] == ["environment", "prediction_spread"]
+    assert names[-4:] == [
+        "environment",
+        "trivial_baseline_accuracy",
+        "trivial_baseline_log_loss",
+        "prediction_spread",
+    ]
     spread = result.checks[-1]
     assert (spread.passed, spread.threshold) == (False, ">= 0.99")
     assert result.failures == [spread]

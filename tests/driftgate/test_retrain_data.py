@@ -159,3 +159,37 @@ def test_labelled_records_of_multi_record_requests_pass_the_contract_and_train(p
     trained = run_training(retrain_config, on_epoch=None)
     assert trained.registered.version == "1"
     assert trained.epochs_run >= 1
+
+
+def test_retrain_data_recent_reads_before_the_window_and_can_leave_the_reference_out(project):
+    """``retrain.data``: the labelled records of the last ``recent`` (not only the
+    breaching window), at most ``rows`` of the newest, and with ``reference: exclude``
+    nothing of the configured data, split in time order (issue 29)."""
+    from driftgate.jobs.retrain_data import save_data_settings
+    from driftgate.monitors.rules import RetrainDataSettings
+    from driftgate.stores.samples import SqlSampleStore
+
+    config, url, rows = project["config"], project["url"], project["rows"]
+    label(url, WINDOW, rows["rain"].to_numpy(), "rt", range(LABELLED))
+    earlier = ("2041-01-10", "2041-01-11")  # 50 days before the breaching window
+    store = SqlSampleStore(url)
+    write_window(store, rows, np.full(len(rows), 0.7), earlier, "1", "old",
+                 list(project["data"].features))  # fmt: skip
+    store.close()
+    label(url, earlier, rows["rain"].to_numpy(), "old", range(LABELLED))
+
+    recent = RetrainDataSettings(recent="90d", reference="exclude")
+    save_data_settings(config, "rt-recent", recent)
+    built = retrain_data(config, "rt-recent", WINDOW)
+    assert sum(built.added.values()) == 2 * LABELLED  # both windows, nothing else
+    assert "labelled records of the last 90d alone" in built.summary
+    splits = prepare_data(built.config, validate_contract=False).splits
+    assert len(splits.train) + len(splits.validation) + len(splits.test) == 2 * LABELLED
+    assert splits.train["date"].max() <= splits.test["date"].min()  # in time order
+    assert splits.test["date"].min() >= pd.Timestamp(WINDOW[0])  # the newest are tested
+
+    save_data_settings(config, "rt-rows", recent.model_copy(update={"rows": 20}))
+    assert sum(retrain_data(config, "rt-rows", WINDOW).added.values()) == 20
+    # Without settings recorded: the breaching window, appended to the configured data.
+    default = retrain_data(config, "rt-default", WINDOW)
+    assert sum(default.added.values()) == LABELLED

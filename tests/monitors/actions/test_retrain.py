@@ -33,6 +33,11 @@ def test_retrain_is_an_action_of_gates_yaml_with_a_default_lease(tmp_path):
     assert monitor.retrain.cooldown_length is None  # by default: any breach after the last
     (monitor,) = load(tmp_path, "retrain", ", retrain: {cooldown: 30d}").monitors
     assert monitor.retrain.cooldown_length.days == 30
+    # retrain.data: by default the breaching window on the configured data; a recent
+    # span may be longer than a window's 366 days (its records are read in chunks).
+    assert monitor.retrain.data.is_default
+    (monitor,) = load(tmp_path, "retrain", ", retrain: {data: {recent: 1095d}}").monitors
+    assert monitor.retrain.data.recent_length.days == 1095
 
 
 @pytest.mark.parametrize(
@@ -60,6 +65,18 @@ def test_retrain_is_an_action_of_gates_yaml_with_a_default_lease(tmp_path):
         ),
         ("retrain", ", retrain: {cooldown: 0d}", r"monitors.0.retrain.cooldown: .*empty"),
         ("retrain", ", retrain: 3", r"monitors.0.retrain: "),
+        (
+            "retrain",
+            ", retrain: {data: {recent: 3y}}",
+            r"monitors.0.retrain.data.recent: .*recent '3y' is not a duration",
+        ),
+        ("retrain", ", retrain: {data: {rows: 2}}", r"monitors.0.retrain.data.rows: "),
+        (
+            "retrain",
+            ", retrain: {data: {reference: drop}}",
+            r"monitors.0.retrain.data.reference: .*'include' or 'exclude'",
+        ),
+        ("retrain", ", retrain: {data: {days: 30}}", r"monitors.0.retrain.data.days: "),
     ],
 )
 def test_bad_retrain_settings_name_the_key(tmp_path, action, extra, message):
