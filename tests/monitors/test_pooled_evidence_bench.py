@@ -11,7 +11,7 @@ import pytest
 
 from benchmarks import pooled_evidence_bench as bench
 
-pytestmark = [pytest.mark.integration, pytest.mark.parallel_safe]
+pytestmark = pytest.mark.integration
 
 MONTHS = 20
 
