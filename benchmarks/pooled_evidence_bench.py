@@ -61,6 +61,9 @@ SHIFT = 0.6
 POWER_ROWS = 60
 WITHIN = 12
 MONTHS_PER_REFERENCE = 10
+# The per-feature levels of an hourly 8-feature monitor, 5% a month: the window alone
+# (0.05 / 720 / 8) and each scale of [1, 3, 12, 24] (a quarter of it).
+PER_CHECK_LEVELS = (8.7e-6, 2.2e-6)
 CATEGORICAL_COLUMNS = [
     "normal_0", "lognormal_0", "student_0", "poisson_0", "cat_0", "cat_1", "cat_2", "cat_3",
 ]  # fmt: skip
@@ -144,6 +147,37 @@ def power(population, trials, scales, seed, n=POWER_ROWS, within=WITHIN) -> floa
             features = fit_month(population, rng)
         caught += fires(features, scales, n, rng, within, shift_from=0)[0]
     return caught / trials
+
+
+def per_check_rates(population, sizes, references, windows, seed, levels=PER_CHECK_LEVELS):
+    """No-drift breaches per feature-check at each size and level, window counts drawn
+    straight from the population (far more precise than months at the same cost).
+
+    Returns rows ``(n, level, rate, checks)``: ``rate`` is the share of the
+    ``references x windows x features`` feature-checks that breach ``kl >= threshold``
+    at ``level`` (as the engine decides: :func:`monitors.nulls.decision_bound`);
+    categorical pools the engine judges with the permutation null are skipped.
+    """
+    rng = np.random.default_rng(seed)
+    breaches = {(n, level): 0 for n in sizes for level in levels}
+    checks = dict.fromkeys(breaches, 0)
+    for _ in range(references):
+        for feature in fit_month(population, rng):
+            for n in sizes:
+                if is_conditional(feature, n):
+                    continue
+                bounds = {
+                    level: decision_bound("kl", feature.reference, n, KL_THRESHOLD, level)
+                    for level in levels
+                }
+                for start in range(0, windows, 200_000):
+                    size = min(200_000, windows - start)
+                    values = kl_values(feature, rng.multinomial(n, feature.bin_probs, size))
+                    for level, bound in bounds.items():
+                        if not bound.insufficient:
+                            breaches[n, level] += int(np.sum(values >= bound.min_detectable))
+                        checks[n, level] += size
+    return [(n, lv, breaches[n, lv] / max(checks[n, lv], 1), checks[n, lv]) for n, lv in breaches]
 
 
 def main(argv=None) -> int:
