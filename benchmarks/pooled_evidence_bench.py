@@ -27,7 +27,8 @@ Power: a 0.6-standard-deviation mean shift of the first feature from some hour o
 60 rows an hour: the share of trials in which any of the 12 checks after the shift
 fires.
 
-``python benchmarks/pooled_evidence_bench.py`` (200 months per size) or ``--short``.
+``python benchmarks/pooled_evidence_bench.py`` (200 months per size), ``--short``, or
+``--per-check`` (breaches per feature-check against the level, docs/monitors.md).
 """
 
 from __future__ import annotations
@@ -180,12 +181,34 @@ def per_check_rates(population, sizes, references, windows, seed, levels=PER_CHE
     return [(n, lv, breaches[n, lv] / max(checks[n, lv], 1), checks[n, lv]) for n, lv in breaches]
 
 
+def print_per_check_rates() -> int:
+    """The docs' per-check table: breaches per feature-check over the level."""
+    runs = {
+        "rainfall": (rainfall(), (30, 60, 90, 180), 3, 1_000_000),
+        "categorical": (categorical(), (30, 60, 100, 180, 300), 2, 400_000),
+    }
+    print("data         rows  level    breaches/check  x level  feature-checks")
+    for name, (population, sizes, references, windows) in runs.items():
+        rows = per_check_rates(population, sizes, references, windows, seed=5)
+        for n, level, rate, checks in rows:
+            print(f"{name:12s} {n:4d}  {level:.1e}  {rate:14.2e}  {rate / level:7.2f}  {checks:,}")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--short", action="store_true", help="the CI variant's sizes")
     parser.add_argument("--months", type=int, default=None)
     parser.add_argument("--trials", type=int, default=None)
+    parser.add_argument(
+        "--per-check",
+        action="store_true",
+        help="only the per feature-check breach rates against the level (3 references x "
+        "1M windows per size on rainfall, 2 x 400,000 on the categorical table)",
+    )
     args = parser.parse_args(argv)
+    if args.per_check:
+        return print_per_check_rates()
     months = args.months or (20 if args.short else 200)
     trials = args.trials or (20 if args.short else 200)
     data = {"rainfall": rainfall(), "categorical": categorical()}
