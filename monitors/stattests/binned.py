@@ -187,5 +187,4 @@ class BinnedBootstrap(NullModel):
     def bare_rate(self, name, reference, n, threshold) -> float:
         from driftgate.monitors.nulls import binned_null
 
-        draws = binned_null(name, reference, max(n, 1)).components[0][1].draws
-        return float(np.mean(draws >= threshold))
+        return binned_null(name, reference, max(n, 1)).p_value(threshold)
