@@ -9,7 +9,10 @@ runs the job functions the CLI runs.
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +21,20 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO_ROOT / "examples"
+
+
+def run_cli(
+    config: Path, *args: str, timeout: float = 600, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """One command as a user types it: ``driftgate --config FILE COMMAND ...`` (``env``:
+    variables added to this process's environment)."""
+    return subprocess.run(
+        [sys.executable, "-m", "driftgate.cli", "--config", str(config), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **(env or {})},
+    )
 
 
 @dataclass

@@ -30,21 +30,14 @@ from driftgate.jobs.demo import start_service, stop_service, wait_until_ready
 from driftgate.stores.samples import open_sample_reader
 from driftgate.training.data import read_table
 from tests.conftest import REPO_ROOT, free_port
+from tests.examples.conftest import run_cli
 
 EXAMPLE = REPO_ROOT / "examples" / "churn"
 FEATURES = ["Region", "PlanType", "PaymentMethod", "TenureMonths", "MonthlyCharges", "SupportCalls"]
 DRIFT_STARTS = "2024-07-08"
 
 
-def driftgate(config: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    """One command as a user types it: ``driftgate --config FILE COMMAND ...``."""
-    return subprocess.run(
-        [sys.executable, "-m", "driftgate.cli", "--config", str(config), *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200"},
-    )
+driftgate = run_cli
 
 
 def library_noise(stderr: str) -> list[str]:

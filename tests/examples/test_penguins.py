@@ -27,6 +27,7 @@ from driftgate.config import load_config
 from driftgate.jobs.demo import start_service, stop_service, wait_until_ready
 from driftgate.stores.samples import open_sample_reader
 from tests.conftest import REPO_ROOT, free_port
+from tests.examples.conftest import run_cli
 
 pytestmark = pytest.mark.integration
 
@@ -36,14 +37,8 @@ FEATURES = ["island", "bill_length_mm", "bill_depth_mm", "flipper_length_mm", "b
 
 
 def driftgate(config: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    """One command as a user types it: ``driftgate --config FILE COMMAND ...``."""
-    return subprocess.run(
-        [sys.executable, "-m", "driftgate.cli", "--config", str(config), *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "DRIFTGATE_ADMIN_TOKEN": TOKEN},
-    )
+    """A command as a user types it, with the example's admin token set."""
+    return run_cli(config, *args, timeout=timeout, env={"DRIFTGATE_ADMIN_TOKEN": TOKEN})
 
 
 def test_the_seeded_script_writes_exactly_the_committed_files(tmp_path):
