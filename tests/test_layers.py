@@ -2,12 +2,15 @@
 
 The rules are read from the source files themselves (every ``import`` and ``from``
 statement, including those inside functions), so a lazy import cannot hide an arrow
-that runs back up.
+that runs back up. ``LAYERS`` below is the page's layer table as data, and
+``test_the_layer_table_of_the_architecture_page_is_this_test`` holds the two equal, so
+neither can drift from the other.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -141,6 +144,39 @@ def violations(modules: list[tuple[str, Path]]) -> list[str]:
             elif (own_package, target_package) in FORBIDDEN_SIDEWAYS:
                 problems.append(f"{where}: {module} imports {name}: sideways between layers")
     return problems
+
+
+# The rows of docs/architecture.md's layer table, by their first cell, and their layer.
+TABLE_ROWS = {
+    "CLI": 5,
+    "orchestration": 4,
+    "service": 4,
+    "jobs": 3,
+    "adapters": 2,
+    "domain": 1,
+    "core": 0,
+}
+
+
+def documented_layers() -> dict[str, int]:
+    """Package -> layer, as the architecture page's table lists them (`flows/`,
+    `driftgate/cli.py`, ...)."""
+    text = (REPO_ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    documented = {}
+    for line in text.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) < 2 or cells[0] not in TABLE_ROWS:
+            continue
+        for path in re.findall(r"`([^`]+)`", cells[1]):
+            parts = path.removesuffix("/").removesuffix(".py").split("/")
+            parts[0] = PACKAGE_FOLDERS[parts[0]]
+            documented[".".join(parts)] = TABLE_ROWS[cells[0]]
+    return documented
+
+
+def test_the_layer_table_of_the_architecture_page_is_this_test():
+    listed = {package: layer for package, layer in LAYERS.items() if package != "driftgate"}
+    assert documented_layers() == listed
 
 
 def test_every_source_module_is_in_a_layer():
