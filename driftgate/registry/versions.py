@@ -187,14 +187,20 @@ def alias_version(tracking: TrackingSettings, model_name: str, alias: str) -> st
 
 def version_features(tracking: TrackingSettings, model_name: str, version: str) -> list[str]:
     """Feature order the version was trained with (its ``driftgate.features`` tag)."""
-    tags = mlflow_client(tracking).get_model_version(model_name, version).tags
+    tags = registry_call(
+        f"cannot read {model_name} v{version}",
+        mlflow_client(tracking).get_model_version,
+        model_name,
+        version,
+    ).tags
     if TAG_FEATURES not in tags:
         raise RegistryError(f"{model_name} v{version} has no {TAG_FEATURES} tag")
     return json.loads(tags[TAG_FEATURES])
 
 
 def run_metrics(tracking: TrackingSettings, run_id: str) -> dict[str, float]:
-    return dict(mlflow_client(tracking).get_run(run_id).data.metrics)
+    run = registry_call(f"cannot read run {run_id}", mlflow_client(tracking).get_run, run_id)
+    return dict(run.data.metrics)
 
 
 def tag_model_version(

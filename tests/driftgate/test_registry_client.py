@@ -112,3 +112,19 @@ def test_a_promotion_builds_at_most_one_client_of_its_own(trained_project, const
     ours = [c for c in constructions if c.startswith("driftgate.")]
     # At most one: the training above may already have built the store's client.
     assert ours in ([], ["driftgate.registry.client"]), ours
+
+
+@pytest.mark.parametrize(
+    ("read", "expected"),
+    [
+        (
+            lambda s: registry.version_features(s, "absent-model", "1"),
+            "cannot read absent-model v1",
+        ),
+        (lambda s: registry.run_metrics(s, "0" * 32), f"cannot read run {'0' * 32}"),
+    ],
+)
+def test_reads_that_miss_raise_a_registry_error_saying_what_failed(tmp_path, read, expected):
+    """Before, these two reads let MLflow's own exception escape (a traceback at the CLI)."""
+    with pytest.raises(registry.RegistryError, match=expected):
+        read(settings_in(tmp_path))
