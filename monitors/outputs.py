@@ -455,21 +455,6 @@ def decide_estimate(estimate: Estimate, threshold: float, level: float | None) -
 
 
 # -- monitors -------------------------------------------------------------------------
-def inapplicable_estimate(metric: str, outputs: OutputsProfile | None) -> str | None:
-    """Why the monitor metric ``metric`` is a ``performance_estimate`` the champion's
-    task has no estimate of, or None (it applies, is another kind, or the champion has
-    no outputs profile: its monitor says so when it runs)."""
-    from driftgate.monitors.results import PERFORMANCE_ESTIMATE, split_metric
-
-    kind, argument = split_metric(metric)
-    if kind != PERFORMANCE_ESTIMATE or outputs is None or argument in estimable(outputs.task):
-        return None
-    return (
-        f"{metric} does not apply to the champion, a {outputs.task} model "
-        f"(estimable: {', '.join(estimable(outputs.task)) or 'none'})"
-    )
-
-
 def window_outputs(samples: pd.DataFrame, outputs: OutputsProfile) -> pd.DataFrame:
     """The window's stored output columns that the profile has, as profiled (the value
     as a number, the class as its integer), and the feature columns its estimates read

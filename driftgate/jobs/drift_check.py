@@ -479,7 +479,15 @@ def validate(config: ProjectConfig, window: WindowSamples, monitors: list[Monito
 
     contract = Contract.load(config.data.contract) if config.data.contract is not None else None
     where = f"{Path(config.gates).name if config.gates else 'gates.yaml'}: "
-    check_monitors_against(monitors, window.profile.features, contract, where=where)
+    # The champion's task too: performance_estimate:rmse on a classifier was `error`
+    # on every window, exit 0 (issue 30).
+    outputs = getattr(window.profile, "outputs", None)
+    task = (
+        outputs.task
+        if outputs is not None
+        else registry.version_outputs(config.tracking, window.model_name, window.model_version)[0]
+    )
+    check_monitors_against(monitors, window.profile.features, contract, where=where, task=task)
     if contract is None:
         return None
     present = [c for c in contract.columns if c in window.samples.columns]

@@ -51,6 +51,16 @@ class PerformanceEstimateKind(_OutputsKind):
                 f"(known: {', '.join(known_metrics())})"
             )
 
+    def check_against_model(self, monitor, task: str) -> list[str]:
+        from driftgate.monitors.estimates import estimable
+
+        if split_metric(monitor.metric)[1] in estimable(task):
+            return []
+        return [
+            f"{monitor.metric} does not apply to the champion, a {task} model "
+            f"(estimable: {', '.join(estimable(task)) or 'none'})"
+        ]
+
     def judge(self, monitor, outputs, samples):
         from driftgate.monitors.outputs import judge_performance_estimate
 

@@ -37,6 +37,15 @@ class PerformanceKind(MonitorKind):
             ]
         return []
 
+    def check_against_model(self, monitor, task: str) -> list[str]:
+        from driftgate.monitors.performance import PerformanceUnavailable, metric_function
+
+        try:
+            metric_function(task, split_metric(monitor.metric)[1])
+        except PerformanceUnavailable as exc:
+            return [f"{monitor.metric} cannot be judged on the champion, a {task} model: {exc}"]
+        return []
+
     def level_tests(self, monitor, features: int) -> int | None:
         return 1
 

@@ -5,7 +5,8 @@ A metric names its kind by its form (``contract:<rule kind>``, ``prediction_drif
 registered drift statistic). Everything that differs between kinds lives in the kind:
 which metrics it accepts (:meth:`MonitorKind.validate_metric`, at config load), what a
 monitor of it must say (:meth:`validate`), what it needs of the project
-(:meth:`check_against`: features, contract rules), how its per-check level is split
+(:meth:`check_against`: features, contract rules) and of the model
+(:meth:`check_against_model`: its task), how its per-check level is split
 (:meth:`level_tests`), whether the planner has per-feature figures for it, whether it
 is judged again as labels arrive, and how a window is judged
 (:meth:`evaluate`, on the :class:`WindowEvidence` the drift check gathers). The rules,
@@ -124,6 +125,12 @@ class MonitorKind:
                 f"features: not features of the model: {', '.join(unknown)} "
                 f"(known: {', '.join(features)})"
             ]
+        return []
+
+    def check_against_model(self, monitor, task: str) -> list[str]:
+        """Problems of ``monitor`` with the champion, a model of ``task`` (``binary``,
+        ``multiclass``, ``regression``): a metric that model cannot have. Asked where
+        the champion is known (the drift check's start, ``monitors plan``)."""
         return []
 
     def level_tests(self, monitor, features: int) -> int | None:
