@@ -374,11 +374,20 @@ def reviews_list(
         store.close()
     if not found:
         typer.echo(f"no {status} reviews for {config.model.name}")
+    from driftgate.monitors.stattests import STATTESTS
+
     for review in found:
         first, last = review.last_window
+        observed = "-" if review.observed is None else f"{review.observed:.4g}"
+        # A p-value breaches below its level: "chi2 1e-30 > 0.05" read backwards.
+        test = STATTESTS.get(review.metric)
+        if test is not None and test.direction == "p_value":
+            comparison = f"p = {observed} < {review.threshold:g}"
+        else:
+            comparison = f"{observed} > {review.threshold:g}"
         typer.echo(
             f"{review.id}  {review.status:<8} v{review.model_version}  {review.monitor}: "
-            f"{review.metric} {review.observed:.4g} > {review.threshold:g}  "
+            f"{review.metric} {comparison}  "
             f"breaches {review.breaches}  last window {first}..{last}"
         )
         features = ", ".join(review.features) or "-"

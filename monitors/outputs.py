@@ -425,6 +425,15 @@ def _spread(
     return {**spread, "reference_std": reference}
 
 
+def detectable_drop(null_error: float, threshold: float, level: float | None) -> float:
+    """The smallest drop of an estimate a window flags: the threshold, or (calibrated)
+    the drop significant at ``level`` against the no-drift spread ``null_error`` of a
+    window of its size, whichever is larger (:func:`decide_estimate`; the plan's)."""
+    if level is None:
+        return threshold
+    return max(threshold, float(stats.norm.isf(level)) * null_error)
+
+
 def decide_estimate(estimate: Estimate, threshold: float, level: float | None) -> dict[str, Any]:
     """Whether an estimated drop breaches: ``drop >= threshold`` and, calibrated, the
     drop significant at ``level`` (one-sided z test against the estimate's no-drift
@@ -442,9 +451,8 @@ def decide_estimate(estimate: Estimate, threshold: float, level: float | None) -
             "insufficient": False,
         }
     error = estimate.null_error
-    critical = float(stats.norm.isf(level)) * error
     p_value = float(stats.norm.sf(estimate.drop / error)) if error > 0 else 0.0
-    detectable = max(threshold, critical)
+    detectable = detectable_drop(error, threshold, level)
     return {
         "breached": bool(estimate.drop >= threshold and p_value <= level),
         "p_value": p_value,
@@ -455,21 +463,6 @@ def decide_estimate(estimate: Estimate, threshold: float, level: float | None) -
 
 
 # -- monitors -------------------------------------------------------------------------
-def inapplicable_estimate(metric: str, outputs: OutputsProfile | None) -> str | None:
-    """Why the monitor metric ``metric`` is a ``performance_estimate`` the champion's
-    task has no estimate of, or None (it applies, is another kind, or the champion has
-    no outputs profile: its monitor says so when it runs)."""
-    from driftgate.monitors.results import PERFORMANCE_ESTIMATE, split_metric
-
-    kind, argument = split_metric(metric)
-    if kind != PERFORMANCE_ESTIMATE or outputs is None or argument in estimable(outputs.task):
-        return None
-    return (
-        f"{metric} does not apply to the champion, a {outputs.task} model "
-        f"(estimable: {', '.join(estimable(outputs.task)) or 'none'})"
-    )
-
-
 def window_outputs(samples: pd.DataFrame, outputs: OutputsProfile) -> pd.DataFrame:
     """The window's stored output columns that the profile has, as profiled (the value
     as a number, the class as its integer), and the feature columns its estimates read

@@ -20,6 +20,14 @@ alone (:mod:`monitors.nulls`, :mod:`monitors.budget`):
   ``consecutive_breaches - 1`` checks after it), so ``k + consecutive - 1 <= within``;
 * ``warnings``: when the schedule and traffic cannot support the rule.
 
+A monitor of any other kind (contract, traffic, the model's outputs, realized
+performance) is planned by its kind (:meth:`monitors.kinds.MonitorKind.plan`): its
+level and false alarms per month where it has a level, what a window of the planned
+rows can flag where the kind can say (an estimated metric's drop, a refused share),
+and ``note``, one line saying what the figures leave out and why (a contract rule is
+a fact, not a test; a realized metric needs the labels a window gets). No monitor is
+left at ``-`` without a reason.
+
 Each figure comes from the statistic's own null (``StatTest.null``,
 :class:`monitors.stattests.registry.NullModel`): its profile-only ``bound``, its
 ``smallest_shift`` and its ``bare_rate``. A statistic whose null has no bound (``ks``,
@@ -67,6 +75,9 @@ class MonitorPlan:
     warnings: list[str] = field(default_factory=list)
     pooled_scales: list[int] = field(default_factory=list)
     pooled_smallest_shift: float | None = None
+    # What the figures leave out, or why there are none (kinds without per-feature
+    # figures: MonitorKind.plan).
+    note: str = ""
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -181,8 +192,25 @@ def plan_monitor(
         smallest_shift=None,
         shift_units=units,
     )
-    if not kind_of(metric).per_feature_plan:
-        return plan  # judged on a contract, outputs, labels or traffic: no per-feature figures
+    kind = kind_of(metric)
+    if not kind.per_feature_plan:  # a contract, outputs, labels or traffic: its kind says
+        figures = kind.plan(monitor, profile, rows_per_window)
+        plan.level, plan.min_detectable, plan.note = (
+            figures.level,
+            figures.min_detectable,
+            figures.note,
+        )
+        plan.shift_units = figures.units or plan.shift_units
+        if figures.level is not None:
+            plan.false_alarms_per_month = expected_false_fires(
+                figures.level, month, figures.tests, monitor.consecutive_breaches
+            )
+        if plan.min_detectable is not None and math.isinf(plan.min_detectable):
+            plan.warnings.append(
+                f"{monitor.name}: {rows_per_window} rows per {monitor.window} window is too "
+                "few for any decision: every check is insufficient_data"
+            )
+        return plan
     null = get_stattest(metric).null
     if null is not None:
         plan.shift_units = null.shift_units
@@ -288,6 +316,9 @@ def describe(plans: list[MonitorPlan], within: int) -> str:
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    notes = [f"{p.monitor}: {p.note}" for p in plans if p.note]
+    if notes:
+        lines += ["", *(f"note: {n}" for n in notes)]
     warnings = [w for p in plans for w in p.warnings]
     if warnings:
         lines += ["", *(f"warning: {w}" for w in warnings)]

@@ -305,7 +305,12 @@ class Monitor(StrictModel):
 
 
 def check_monitors_against(
-    monitors: Iterable[Monitor], features: Iterable[str], contract=None, *, where: str = ""
+    monitors: Iterable[Monitor],
+    features: Iterable[str],
+    contract=None,
+    *,
+    where: str = "",
+    task: str | None = None,
 ) -> None:
     """Refuse monitors that name what this project does not have.
 
@@ -314,7 +319,9 @@ def check_monitors_against(
     project config's names); ``contract`` the project's :class:`data_contracts.Contract` (None: no
     contract). A drift monitor's features must be model features; a contract monitor
     needs a contract, its features must be contract columns, and its rule kind must be
-    one the contract checks (on those columns). Raises ConfigError naming every problem,
+    one the contract checks (on those columns). ``task``: the champion's (where it is
+    known), which a kind checks its metric against (``performance:rmse`` or
+    ``performance_estimate:rmse`` on a classifier). Raises ConfigError naming every problem,
     so a typo is an exit 2 at ``deploy`` or the drift check's start, never a silent
     ``ok`` or an ``error`` status at 3 a.m.
     """
@@ -324,7 +331,10 @@ def check_monitors_against(
     problems = [
         f"{where}monitor '{monitor.name}': {problem}"
         for monitor in monitors
-        for problem in kind_of(monitor.metric).check_against(monitor, known, contract)
+        for problem in [
+            *kind_of(monitor.metric).check_against(monitor, known, contract),
+            *([] if task is None else kind_of(monitor.metric).check_against_model(monitor, task)),
+        ]
     ]
     if problems:
         raise ConfigError("\n".join(problems))

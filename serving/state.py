@@ -220,18 +220,51 @@ class MonitorVerdicts:
     """Reads the monitors' latest verdicts for ``/metrics``: the drift check keeps them
     beside its hysteresis state (``monitoring.review_store_url``, by default the control
     store). Opened at the first scrape, so a monitoring store that is down never keeps
-    the service from starting."""
+    the service from starting.
+
+    Only the monitors the gate config names now: the store keeps a removed monitor's
+    last verdict, and its series stayed on ``/metrics`` for good (issue 30). The
+    config's monitor names are read again when the file changes (its names only: no
+    plugin is imported into the service); a file that cannot be read keeps the names
+    read before, or, never read, every verdict (with a warning) rather than hide them.
+    """
 
     def __init__(self, config: ProjectConfig, settings: ServingSettings, model_name: str):
         self.url = config.monitoring.review_store_url or settings.control_store(config.home_dir)
         self.sqlite_synchronous = settings.sqlite_synchronous
         self.model_name = model_name
         self.store: MonitorStateStore | None = None
+        self.gates = Path(config.gates) if config.gates else None
+        self.configured: tuple[int, frozenset[str]] | None = None  # (file mtime, names)
+        self.unreadable = False  # warned once that the gate config cannot be read
 
     def __call__(self) -> list[dict]:
         if self.store is None:
             self.store = MonitorStateStore(self.url, sqlite_synchronous=self.sqlite_synchronous)
-        return self.store.latest_statuses(self.model_name)
+        rows = self.store.latest_statuses(self.model_name)
+        names = self.monitor_names()
+        return rows if names is None else [r for r in rows if r["monitor"] in names]
+
+    def monitor_names(self) -> frozenset[str] | None:
+        """The gate config's monitor names (None: the file cannot be read)."""
+        from driftgate.core.yamlconfig import read_yaml_mapping
+        from driftgate.gates.config import default_gates_path
+
+        path = self.gates or default_gates_path()
+        try:
+            stamp = path.stat().st_mtime_ns
+            if self.configured is None or self.configured[0] != stamp:
+                monitors = read_yaml_mapping(path).get("monitors") or []
+                names = frozenset(str(m["name"]) for m in monitors if isinstance(m, dict))
+                self.configured = (stamp, names)
+        except (OSError, ConfigError, KeyError, TypeError) as exc:
+            if self.configured is not None:  # a file being rewritten: the names it had
+                return self.configured[1]
+            if not self.unreadable:
+                log.warning("/metrics shows every stored monitor verdict: %s: %s", path, exc)
+                self.unreadable = True
+            return None
+        return self.configured[1]
 
     def close(self) -> None:
         if self.store is not None:

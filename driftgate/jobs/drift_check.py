@@ -479,7 +479,15 @@ def validate(config: ProjectConfig, window: WindowSamples, monitors: list[Monito
 
     contract = Contract.load(config.data.contract) if config.data.contract is not None else None
     where = f"{Path(config.gates).name if config.gates else 'gates.yaml'}: "
-    check_monitors_against(monitors, window.profile.features, contract, where=where)
+    # The champion's task too: performance_estimate:rmse on a classifier was `error`
+    # on every window, exit 0 (issue 30).
+    outputs = getattr(window.profile, "outputs", None)
+    task = (
+        outputs.task
+        if outputs is not None
+        else registry.version_outputs(config.tracking, window.model_name, window.model_version)[0]
+    )
+    check_monitors_against(monitors, window.profile.features, contract, where=where, task=task)
     if contract is None:
         return None
     present = [c for c in contract.columns if c in window.samples.columns]
@@ -1169,11 +1177,17 @@ def plan_rejudgements(
     *,
     end=None,
     monitor_names: list[str] | None = None,
+    now=None,
 ) -> list[tuple[pd.Timestamp, pd.Timestamp, list[Monitor]]]:
-    """Windows to judge again for the performance monitors: windows judged before,
-    ending within ``serving.label_horizon`` of ``end`` (later labels are refused), that
-    hold more labels for the champion now than when they were last judged. Oldest
-    first; empty when no performance monitor is selected."""
+    """Windows to judge again for the performance monitors: windows judged before that
+    hold more labels for the champion now than when they were last judged, looked for
+    among the windows of the labels that *arrived* within ``serving.label_horizon`` of
+    ``now`` (the wall clock; later labels are refused, counted from their records'
+    receipt). Oldest first; empty when no performance monitor is selected.
+
+    The horizon is counted on the wall clock, not in event time from ``end``: a replay
+    sends records of a year ago today and their labels after them, and its windows,
+    a year of event time before any check's end, were never judged again (issue 30)."""
     from driftgate.stores._sql import is_sql_url
     from driftgate.stores.samples import utc_now
 
@@ -1190,23 +1204,31 @@ def plan_rejudgements(
     version = registry.alias_version(config.tracking, name, registry.CHAMPION_ALIAS)
     if version is None:
         return []
-    end = storable_time(end or utc_now())  # also a flow run's `end`: no CLI checked it
+    storable_time(end or utc_now())  # also a flow run's `end`: no CLI checked it
     horizon = config.serving.horizon
-    since = None if horizon is None else time_before(end, horizon)
-    state, labels = monitor_state_store(config), None
-    windows: dict[tuple[pd.Timestamp, pd.Timestamp], list[Monitor]] = {}
+    now = to_utc(now or utc_now())
+    labels = label_store(config)
     try:
-        for monitor in monitors:
-            for start, stop, counted in state.rejudgeable(name, version, monitor.name, since):
-                start, stop = to_utc(start), to_utc(stop)
-                if labels is None:
-                    labels = label_store(config)
-                if labels.count(start, stop, model_version=version) > counted:
-                    windows.setdefault((start, stop), []).append(monitor)
+        span = labels.arrived_span(
+            None if horizon is None else time_before(now, horizon), model_version=version
+        )
+        if span is None:  # no label arrived within the horizon: nothing can have changed
+            return []
+        first, last = (pd.Timestamp(us, unit="us", tz="UTC") for us in span)
+        state = monitor_state_store(config)
+        windows: dict[tuple[pd.Timestamp, pd.Timestamp], list[Monitor]] = {}
+        try:
+            for monitor in monitors:
+                for start, stop, counted in state.rejudgeable(name, version, monitor.name, first):
+                    start, stop = to_utc(start), to_utc(stop)
+                    if start > last:
+                        continue
+                    if labels.count(start, stop, model_version=version) > counted:
+                        windows.setdefault((start, stop), []).append(monitor)
+        finally:
+            state.close()
     finally:
-        state.close()
-        if labels is not None:
-            labels.close()
+        labels.close()
     return [(start, stop, group) for (start, stop), group in sorted(windows.items())]
 
 

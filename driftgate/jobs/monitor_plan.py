@@ -73,7 +73,7 @@ def plan_monitors(
                 "the plan is computed from"
             )
         profile = load_champion_profile(config, version)
-    refuse_inapplicable_estimates(gates, profile)
+    refuse_inapplicable_monitors(config, gates, profile)
     if rows_per_window is not None:
         rows = {m.name: rows_per_window for m in gates.monitors}
     else:
@@ -81,22 +81,31 @@ def plan_monitors(
     return [plan_monitor(m, profile, rows[m.name], within, pooled=pooled) for m in gates.monitors]
 
 
-def refuse_inapplicable_estimates(gates: GateConfig, profile) -> None:
-    """A ``performance_estimate:<metric>`` monitor whose metric the champion's task has
-    no estimate of (``rmse`` on a classifier, ``accuracy`` on a regression) is a
-    configuration error, named with the monitor, not a plan of a monitor that would
-    only ever report ``error``.
+def refuse_inapplicable_monitors(config: ProjectConfig | None, gates: GateConfig, profile) -> None:
+    """Every monitor checked against the champion as the drift check's start checks it
+    (:func:`monitors.rules.check_monitors_against`): its features and their types (a
+    ``chi2`` on a model without a categorical feature), the project's contract, and the
+    champion's task (``performance_estimate:rmse`` or ``performance:rmse`` on a
+    classifier, ``performance_estimate:accuracy`` on a regression): a configuration
+    error naming the monitor, not a plan of a monitor that would only report ``error``.
 
     Raises:
-        ConfigError: Naming the monitor, the metric, the task and what is estimable.
+        ConfigError: Naming each monitor and why it cannot run on this champion.
     """
-    from driftgate.monitors.outputs import inapplicable_estimate
+    from driftgate.monitors.rules import check_monitors_against
 
+    contract = None
+    if config is not None and config.data.contract is not None:
+        from driftgate.data_contracts import Contract
+
+        contract = Contract.load(config.data.contract)
     outputs = getattr(profile, "outputs", None)
-    for monitor in gates.monitors:
-        reason = inapplicable_estimate(monitor.metric, outputs)
-        if reason is not None:
-            raise ConfigError(f"monitor '{monitor.name}': {reason}")
+    check_monitors_against(
+        gates.monitors,
+        getattr(profile, "features", {}),
+        contract,
+        task=None if outputs is None else outputs.task,
+    )
 
 
 def deploy_warnings(config: ProjectConfig, gates: GateConfig) -> list[str]:
@@ -117,5 +126,5 @@ __all__ = [
     "describe",
     "observed_rows_per_window",
     "plan_monitors",
-    "refuse_inapplicable_estimates",
+    "refuse_inapplicable_monitors",
 ]

@@ -177,33 +177,6 @@ def event_time(value) -> pd.Timestamp:
     return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
 
 
-def horizon_warning(config: ProjectConfig, rows: ProductionRows) -> str | None:
-    """Why windows of this replay would keep their first verdict, or None.
-
-    A drift check re-judges a window when its labels arrive only if the window ended
-    within ``serving.label_horizon`` of the check's end (later labels are refused when
-    served live). A replay's windows are in event time, often years apart, while its
-    labels are accepted (received moments ago): with the default 30 days, every window
-    more than 30 days of event time before a check's end silently kept the verdict it
-    had before its labels arrived.
-    """
-    horizon = config.serving.horizon
-    if horizon is None or rows.time is None or rows.labels is None or rows.frame.empty:
-        return None
-    times = rows.frame[rows.time]
-    span = event_time(times.iloc[-1]) - event_time(times.iloc[0])
-    if span <= horizon:
-        return None
-    return (
-        f"warning: the replay spans {span.days} days of event time, more than "
-        f"serving.label_horizon ({config.serving.label_horizon}): a drift check re-judges "
-        "a window as its labels arrive only if it ended within the horizon of the "
-        "check's end, so older windows keep their first verdict. For a replay set "
-        "serving.label_horizon longer than the span (or null), or run the drift check "
-        "after the labels are in"
-    )
-
-
 def model_features(config: ProjectConfig, client) -> tuple[str, list[str]]:
     """The version the service serves (its ``/readyz``) and that version's features."""
     import httpx
@@ -276,8 +249,6 @@ def replay_file(
             f"'{rows.key}'"
             + (f"; labels {_delay_text(labels_after)} after their requests" if labelled else "")
         )
-        if labelled and (warning := horizon_warning(config, rows)):
-            say(warning)
         sender = _Sender(client, counts, token if labelled else None, labels_after)
         outcome = ReplayOutcome(counts, 0.0, problems=sender.problems)
         started = last_said = time.monotonic()

@@ -265,6 +265,23 @@ class LabelStore:
         with self.engine.connect() as connection:
             return int(connection.execute(query).scalar())
 
+    def arrived_span(
+        self, since: object | None, model_version: str | None = None
+    ) -> tuple[int, int] | None:
+        """The event times (first, last; microseconds) of the labels that arrived at or
+        after ``since`` (None: ever), optionally of one version; None when none did.
+        What the drift check re-judges is bounded by it (labels arrive by wall clock,
+        whatever their samples' event times)."""
+        table = labels_table
+        query = select(func.min(table.c.ts_us), func.max(table.c.ts_us))
+        if since is not None:
+            query = query.where(table.c.received_us >= _to_us(since))
+        if model_version is not None:
+            query = query.where(table.c.model_version == str(model_version))
+        with self.engine.connect() as connection:
+            first, last = connection.execute(query).one()
+        return None if first is None else (int(first), int(last))
+
     def labelled_window(
         self, start: object, end: object, model_version: str | None = None
     ) -> pd.DataFrame:

@@ -13,10 +13,12 @@ PyPI package ``palmerpenguins`` (0.1.6), so nothing downloads. Each penguin gets
 
 Files:
 
-* ``reference.csv``: 2007 and 2008, with the species: train/validation/test. Rows with
-  a missing feature are left out, because training refuses missing values;
+* ``reference.csv``: 2007 and 2008, with the species: train/validation/test, every row
+  kept: the model learns missing values (a numeric feature's training mean and a
+  missing indicator, ``male``'s own missing level), and the reference profile records
+  each feature's missing share (the missing-share monitor measures the rise over it);
 * ``production.csv``: 2009, without the species, every row kept: its missing values
-  meet the service's contract and the missing-share monitor as production data does;
+  reach the service as production data does;
 * ``labels.csv``: ``penguin_id`` and ``species`` of the production rows, the labels
   that arrive later (``driftgate replay --labels-after``).
 
@@ -67,7 +69,7 @@ def penguins_frame() -> pd.DataFrame:
 
 def split_files(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     later = frame["year"] == PRODUCTION_YEAR
-    reference = frame[~later].dropna(subset=FEATURES)
+    reference = frame[~later]  # incomplete rows too: missing values are learnt
     production = frame[later]
     return {
         "reference.csv": reference.drop(columns="year"),

@@ -70,7 +70,25 @@ class ActionRequest:
             f"{result.monitor}: {result.metric} {comparison} on "
             f"{', '.join(result.breached_features) or 'the window'} "
             f"({self.start.isoformat()}..{self.end.isoformat()})"
+            f"{effects_text(result.details.get('effects'))}"
         )
+
+
+def effects_text(effects: dict | None) -> str:
+    """``; island: Cramér's V 0.31, Biscoe 0.49 -> 0.21, Dream 0.36 -> 0.61`` for each
+    feature of a drift result's ``details["effects"]`` (:mod:`monitors.kinds.drift`):
+    its effect size when the value shown is not it (a p-value), and the categorical
+    levels whose share moved most; empty when there is nothing to add."""
+    parts = []
+    for feature, effect in (effects or {}).items():
+        said = [f"{effect['effect']} {effect['effect_size']:.2g}"] if effect.get("effect") else []
+        said += [
+            f"{m['level']} {m['reference']:.2f} -> {m['current']:.2f}"
+            for m in effect.get("moved") or []
+        ]
+        if said:
+            parts.append(f"{feature}: {', '.join(said)}")
+    return "".join(f"; {part}" for part in parts)
 
 
 class Ledger(Protocol):

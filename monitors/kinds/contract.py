@@ -8,6 +8,7 @@ contract checks on them. No false-alarm budget: a failed rule is a fact, not a t
 from __future__ import annotations
 
 from driftgate.monitors.kinds.registry import (
+    KindPlan,
     MonitorKind,
     WindowEvidence,
     base_of,
@@ -64,6 +65,13 @@ class ContractKind(MonitorKind):
                 "never breach"
             ]
         return []
+
+    def plan(self, monitor, profile, rows: int) -> KindPlan:
+        return KindPlan(
+            note=f"a failed contract rule is a fact, not a test: it breaches when more "
+            f"than {monitor.threshold:g} rules fail, at any traffic; no level or "
+            "false-alarm budget applies"
+        )
 
     def evaluate(self, monitors, evidence: WindowEvidence) -> list[MonitorResult]:
         return [judge_contract(m, evidence.contract_result) for m in monitors]

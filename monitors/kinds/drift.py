@@ -316,8 +316,37 @@ def judge_report(monitor, drift_report) -> MonitorResult:
         details={
             **({} if monitor.calibrated else {"calibrated": False}),
             **({"observed": "p_value"} if evaluated[0].direction == "p_value" else {}),
+            **effects_of(monitor.metric, [r for r in evaluated if r.feature in breached]),
         },
     )
+
+
+# The breached features whose effect sizes a result carries (the worst first).
+MAX_EFFECTS = 5
+
+
+def effects_of(metric: str, results) -> dict:
+    """``{"effects": {feature: {"effect_size", "effect", "moved"}}}`` of the breached
+    features' results (largest effect first, at most ``MAX_EFFECTS``): how large each
+    change is, named as the statistic names it (``StatTest.effect_label``: Cramér's V,
+    D; None when the value shown is the effect itself), and, for a categorical feature,
+    the levels that moved most. Empty when nothing breached."""
+    from driftgate.monitors.stattests import get_stattest
+
+    label = get_stattest(metric).effect_label
+    sized = sorted(
+        (r for r in results if r.effect_size is not None),
+        key=lambda r: (-r.effect_size, r.feature),
+    )[:MAX_EFFECTS]
+    effects = {
+        r.feature: {
+            "effect_size": r.effect_size,
+            "effect": label,
+            "moved": r.details.get("moved", []),
+        }
+        for r in sized
+    }
+    return {"effects": effects} if effects else {}
 
 
 def _largest(values) -> float | None:

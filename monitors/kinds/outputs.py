@@ -7,8 +7,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from driftgate.monitors.estimates import known_metrics
-from driftgate.monitors.kinds.registry import MonitorKind, WindowEvidence, register
+from driftgate.monitors.estimates import get_estimate, known_metrics
+from driftgate.monitors.kinds.registry import (
+    KindPlan,
+    MonitorKind,
+    WindowEvidence,
+    register,
+    uncalibrated_note,
+)
 from driftgate.monitors.results import PERFORMANCE_ESTIMATE, PREDICTION_DRIFT, split_metric
 
 
@@ -16,6 +22,19 @@ class _OutputsKind(MonitorKind):
     features_must_be_all = True
 
     def judge(self, monitor, outputs, samples):
+        raise NotImplementedError
+
+    def plan(self, monitor, profile, rows: int) -> KindPlan:
+        outputs = getattr(profile, "outputs", None)
+        if outputs is None:
+            return KindPlan(
+                note="the champion's profile has no outputs (fitted before they were "
+                "profiled): no figures, and the monitor reports insufficient_data; train "
+                "or adopt the model again"
+            )
+        return self.plan_outputs(monitor, outputs, rows)
+
+    def plan_outputs(self, monitor, outputs, rows: int) -> KindPlan:
         raise NotImplementedError
 
     def evaluate(self, monitors, evidence: WindowEvidence):
@@ -35,6 +54,18 @@ class PredictionDriftKind(_OutputsKind):
     def matches(self, metric: str) -> bool:
         return metric == PREDICTION_DRIFT
 
+    def plan_outputs(self, monitor, outputs, rows: int) -> KindPlan:
+        from driftgate.monitors.outputs import prediction_tests
+
+        tests = len(prediction_tests(outputs))
+        return KindPlan(
+            level=monitor.level(tests),
+            tests=tests,
+            note=uncalibrated_note(monitor)
+            or "flags >= needs the window: KS on the output value and chi2 on the class "
+            "decide on their own p-values",
+        )
+
 
 class PerformanceEstimateKind(_OutputsKind):
     name = "performance_estimate"
@@ -50,6 +81,37 @@ class PerformanceEstimateKind(_OutputsKind):
                 f"unknown estimated metric '{argument}' in '{metric}' "
                 f"(known: {', '.join(known_metrics())})"
             )
+
+    def check_against_model(self, monitor, task: str) -> list[str]:
+        from driftgate.monitors.estimates import estimable
+
+        if split_metric(monitor.metric)[1] in estimable(task):
+            return []
+        return [
+            f"{monitor.metric} does not apply to the champion, a {task} model "
+            f"(estimable: {', '.join(estimable(task)) or 'none'})"
+        ]
+
+    def plan_outputs(self, monitor, outputs, rows: int) -> KindPlan:
+        from driftgate.monitors.outputs import detectable_drop
+
+        metric = split_metric(monitor.metric)[1]
+        if metric not in outputs.estimated:
+            return KindPlan(
+                note=f"the champion's outputs profile holds no reference for {metric}: "
+                "the monitor reports error; train or adopt the model again"
+            )
+        level = monitor.level(1)
+        better = get_estimate(outputs.task, metric).higher_is_better
+        drop = f"drop of {metric}" if better else f"rise of {metric}"
+        return KindPlan(
+            level=level,
+            min_detectable=detectable_drop(
+                outputs.null_error(metric, rows), monitor.threshold, level
+            ),
+            units=drop,
+            note=uncalibrated_note(monitor),
+        )
 
     def judge(self, monitor, outputs, samples):
         from driftgate.monitors.outputs import judge_performance_estimate

@@ -5,10 +5,12 @@ per window whatever the features; judged again as the window's labels arrive."""
 from __future__ import annotations
 
 from driftgate.monitors.kinds.registry import (
+    KindPlan,
     MonitorKind,
     WindowEvidence,
     error_result,
     register,
+    uncalibrated_note,
 )
 from driftgate.monitors.performance import PERFORMANCE_METRICS, PERFORMANCE_PREFIX
 from driftgate.monitors.results import split_metric
@@ -36,6 +38,24 @@ class PerformanceKind(MonitorKind):
                 "leave features out"
             ]
         return []
+
+    def check_against_model(self, monitor, task: str) -> list[str]:
+        from driftgate.monitors.performance import PerformanceUnavailable, metric_function
+
+        try:
+            metric_function(task, split_metric(monitor.metric)[1])
+        except PerformanceUnavailable as exc:
+            return [f"{monitor.metric} cannot be judged on the champion, a {task} model: {exc}"]
+        return []
+
+    def plan(self, monitor, profile, rows: int) -> KindPlan:
+        return KindPlan(
+            level=monitor.level(1),
+            note=uncalibrated_note(monitor)
+            or "flags >= needs the labels a window gets, which arrive later (at least "
+            f"min_labels: {monitor.min_labels}); the realized metric's error shrinks as "
+            "1/sqrt(labels)",
+        )
 
     def level_tests(self, monitor, features: int) -> int | None:
         return 1

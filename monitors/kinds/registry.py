@@ -5,7 +5,8 @@ A metric names its kind by its form (``contract:<rule kind>``, ``prediction_drif
 registered drift statistic). Everything that differs between kinds lives in the kind:
 which metrics it accepts (:meth:`MonitorKind.validate_metric`, at config load), what a
 monitor of it must say (:meth:`validate`), what it needs of the project
-(:meth:`check_against`: features, contract rules), how its per-check level is split
+(:meth:`check_against`: features, contract rules) and of the model
+(:meth:`check_against_model`: its task), how its per-check level is split
 (:meth:`level_tests`), whether the planner has per-feature figures for it, whether it
 is judged again as labels arrive, and how a window is judged
 (:meth:`evaluate`, on the :class:`WindowEvidence` the drift check gathers). The rules,
@@ -64,6 +65,22 @@ class WindowEvidence:
     pooled: Callable[[int], Any] | None = None
 
 
+@dataclass(frozen=True)
+class KindPlan:
+    """What ``driftgate monitors plan`` can say of a monitor of a kind without
+    per-feature figures (:meth:`MonitorKind.plan`): its per-check ``level`` over
+    ``tests`` tests (None: no level; the planner turns them into false alarms per
+    month), the smallest value a window of the planned rows can flag
+    (``min_detectable``, in ``units``), and ``note``: one line saying what the figures
+    leave out and why, or why there are none. Every monitor gets a figure or a reason."""
+
+    level: float | None = None
+    tests: int = 1
+    min_detectable: float | None = None
+    units: str = ""
+    note: str = ""
+
+
 def base_of(monitor) -> dict:
     """The fields every result of ``monitor`` starts from."""
     return {
@@ -85,7 +102,8 @@ class MonitorKind:
 
     name: ClassVar[str]
     syntax: ClassVar[str]  # how its metrics are written, for the unknown-metric message
-    # Figures per feature in `driftgate monitors plan` (the drift statistics' nulls).
+    # Figures per feature in `driftgate monitors plan` (the drift statistics' nulls);
+    # any other kind answers :meth:`plan`.
     per_feature_plan: ClassVar[bool] = False
     # Judged again as a window's labels arrive (its state advances by label counts).
     rejudged_as_labels_arrive: ClassVar[bool] = False
@@ -126,12 +144,36 @@ class MonitorKind:
             ]
         return []
 
+    def check_against_model(self, monitor, task: str) -> list[str]:
+        """Problems of ``monitor`` with the champion, a model of ``task`` (``binary``,
+        ``multiclass``, ``regression``): a metric that model cannot have. Asked where
+        the champion is known (the drift check's start, ``monitors plan``)."""
+        return []
+
+    def plan(self, monitor, profile, rows: int) -> KindPlan:
+        """What ``monitors plan`` shows for ``monitor`` at ``rows`` rows per window on
+        the champion's ``profile`` (kinds without ``per_feature_plan``). By default its
+        level over one test, or, for a kind with no level, why there is no budget."""
+        if self.level_tests(monitor, 1) is None:
+            return KindPlan(
+                note=f"{monitor.metric} is a count over its threshold, not a test: no "
+                "level or false-alarm budget applies"
+            )
+        return KindPlan(level=monitor.level(1), note=uncalibrated_note(monitor))
+
     def level_tests(self, monitor, features: int) -> int | None:
         """How many tests a check's level is split over (None: the kind has no level)."""
         return features
 
     def evaluate(self, monitors: list, evidence: WindowEvidence) -> list[MonitorResult]:
         raise NotImplementedError
+
+
+def uncalibrated_note(monitor) -> str:
+    """The plan's note for a monitor that says ``calibrated: false``, else empty."""
+    if monitor.calibrated:
+        return ""
+    return "calibrated: false: decided on its bare threshold, so no false-alarm budget"
 
 
 KINDS: list[MonitorKind] = []

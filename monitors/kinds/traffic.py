@@ -3,7 +3,14 @@ judged on the window's request counts (:mod:`monitors.traffic`)."""
 
 from __future__ import annotations
 
-from driftgate.monitors.kinds.registry import MonitorKind, WindowEvidence, base_of, register
+from driftgate.monitors.kinds.registry import (
+    KindPlan,
+    MonitorKind,
+    WindowEvidence,
+    base_of,
+    register,
+    uncalibrated_note,
+)
 from driftgate.monitors.traffic import (
     REJECTED_SHARE,
     TRAFFIC_KINDS,
@@ -38,6 +45,30 @@ class TrafficKind(MonitorKind):
                 f"(known: {', '.join(dict.fromkeys(fields))})"
             ]
         return []
+
+    def plan(self, monitor, profile, rows: int) -> KindPlan:
+        from driftgate.monitors.traffic import share_decision
+
+        tests = 1 if monitor.features == "all" else len(monitor.features)
+        level = monitor.level(tests)
+        if not monitor.metric.startswith(REJECTED_SHARE):
+            counted = "requests" if monitor.metric == "error_share" else "request latencies"
+            return KindPlan(
+                level=level,
+                tests=tests,
+                note=uncalibrated_note(monitor)
+                or f"flags >= needs the {counted} per window, which the plan does not "
+                "know (rows per window count records, a request may hold many)",
+            )
+        # The records a window receives: its rows (the accepted ones) at the least.
+        decision = share_decision(0, rows, monitor.threshold, monitor.threshold, level)
+        return KindPlan(
+            level=level,
+            tests=tests,
+            min_detectable=decision.min_detectable,
+            units="share of received records",
+            note=uncalibrated_note(monitor),
+        )
 
     def evaluate(self, monitors, evidence: WindowEvidence):
         return [evaluate_traffic(m, evidence.traffic, base_of(m)) for m in monitors]

@@ -9,7 +9,10 @@ which needs no special case). Value: ``X2 = sum (O - E)^2 / E`` with
 ``K - 1`` degrees of freedom, without continuity correction — the same as
 ``scipy.stats.chi2_contingency(table, correction=False)``. Effect size: Cramér's V,
 ``sqrt(X2 / N)`` for a 2-row table (0..1). Missing values are excluded (and counted by
-``missing_share``). One category overall gives ``X2 = 0``, ``p = 1``.
+``missing_share``). One category overall gives ``X2 = 0``, ``p = 1``. ``details["moved"]``:
+the three levels whose share moved most (:func:`~monitors.stattests.binned.moved_levels`).
+Evidence on every window (the categorical features' p-value test, as ``ks`` is the
+numeric features').
 
 Evidently's ``chi_square`` is a goodness-of-fit test of the current counts against
 the reference proportions; it treats the reference as known rather than a sample and
@@ -24,7 +27,7 @@ import numpy as np
 from scipy import stats
 
 from driftgate.monitors.profile import CategoricalProfile
-from driftgate.monitors.stattests.binned import bin_counts
+from driftgate.monitors.stattests.binned import bin_counts, moved_details
 from driftgate.monitors.stattests.registry import (
     InsufficientData,
     OwnPValue,
@@ -60,6 +63,7 @@ def chi2_test(reference: CategoricalProfile, current: CategoricalWindow) -> Test
             "unseen_categories": unseen[:MAX_LISTED_UNSEEN],
             "unseen_category_count": len(unseen),
             "unseen_share": float(cur[ref == 0].sum() / cur.sum()),
+            **moved_details(reference, current),
         },
     )
 
@@ -73,7 +77,10 @@ register(
         units="chi-squared statistic X2 (2 x K table, K - 1 degrees of freedom)",
         default_threshold=0.05,
         effect_size="Cramer's V = sqrt(X2 / N)",
+        effect_label="Cramér's V",
         default_effect_size_floor=0.1,
         null=OwnPValue(),
+        # Cramér's V and the levels that moved, for every categorical feature's evidence.
+        evidence=8,
     )
 )

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from driftgate.monitors.stattests.binned import BinnedBootstrap, proportions
+from driftgate.monitors.stattests.binned import BinnedBootstrap, moved_details, proportions
 from driftgate.monitors.stattests.registry import StatTest, TestOutcome, register
 
 
@@ -47,7 +47,8 @@ def js_rows(p_ref: np.ndarray, p_cur: np.ndarray, absent: np.ndarray | None) -> 
 def js_test(reference, current) -> TestOutcome:
     """Jensen-Shannon distance (base 2) on raw bin proportions."""
     p_ref, p_cur = proportions(reference, current)
-    return TestOutcome(value=jensen_shannon_distance(p_ref, p_cur))
+    value = jensen_shannon_distance(p_ref, p_cur)
+    return TestOutcome(value=value, effect_size=value, details=moved_details(reference, current))
 
 
 register(
@@ -58,6 +59,7 @@ register(
         direction="distance",
         units="Jensen-Shannon distance, log base 2 (0..1)",
         default_threshold=0.1,
+        effect_size="the Jensen-Shannon distance itself (0..1)",
         null=BinnedBootstrap(js_rows),
         evidence=4,
     )

@@ -17,7 +17,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from driftgate.monitors.stattests.binned import BinnedBootstrap, proportions, smooth, smooth_rows
+from driftgate.monitors.stattests.binned import (
+    BinnedBootstrap,
+    moved_details,
+    proportions,
+    smooth,
+    smooth_rows,
+)
 from driftgate.monitors.stattests.registry import StatTest, TestOutcome, register
 
 
@@ -39,7 +45,8 @@ def kl_rows(p_ref: np.ndarray, p_cur: np.ndarray, absent: np.ndarray | None) -> 
 def kl_test(reference, current) -> TestOutcome:
     """KL(ref || cur) in nats on smoothed bin proportions."""
     p_ref, p_cur = proportions(reference, current)
-    return TestOutcome(value=kl_divergence(smooth(p_ref), smooth(p_cur)))
+    value = kl_divergence(smooth(p_ref), smooth(p_cur))
+    return TestOutcome(value=value, effect_size=value, details=moved_details(reference, current))
 
 
 register(
@@ -50,6 +57,7 @@ register(
         direction="distance",
         units="nats (KL(reference || current), natural log, >= 0)",
         default_threshold=0.1,
+        effect_size="KL itself (nats)",
         null=BinnedBootstrap(kl_rows),
         evidence=2,
     )

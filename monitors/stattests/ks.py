@@ -161,6 +161,7 @@ register(
         units="KS statistic D = sup|F_ref - F_cur| (unitless, 0..1)",
         default_threshold=0.05,
         effect_size="D, the KS statistic",
+        effect_label="D",
         default_effect_size_floor=0.05,
         null=KsNull(),
         evidence=1,

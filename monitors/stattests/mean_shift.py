@@ -48,6 +48,7 @@ def mean_shift_test(reference: NumericProfile, current: NumericWindow) -> TestOu
     shift = standardised(current_mean - reference.mean, reference.std)
     return TestOutcome(
         value=abs(shift),
+        effect_size=abs(shift),
         details={
             "shift": shift,
             "reference_mean": reference.mean,
@@ -90,6 +91,7 @@ register(
         units="reference standard deviations (|mean_cur - mean_ref| / std_ref)",
         default_threshold=0.25,
         null=MeanShiftNull(),
+        effect_size="|mean_cur - mean_ref| / std_ref itself (Cohen's d with the reference std)",
         evidence=7,
     )
 )

@@ -39,6 +39,7 @@ def missing_share_test(reference, current) -> TestOutcome:
     change = current.missing_share - reference.missing_share
     return TestOutcome(
         value=abs(change),
+        effect_size=abs(change),
         details={
             "change": change,
             "reference_missing_share": reference.missing_share,
@@ -108,6 +109,7 @@ register(
         units="absolute change of the missing share (0..1)",
         default_threshold=0.05,
         null=MissingShareNull(),
+        effect_size="|change of the missing share| itself",
         evidence=6,
         counts_per_client=True,
     )

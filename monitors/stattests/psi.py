@@ -14,7 +14,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from driftgate.monitors.stattests.binned import BinnedBootstrap, proportions, smooth, smooth_rows
+from driftgate.monitors.stattests.binned import (
+    BinnedBootstrap,
+    moved_details,
+    proportions,
+    smooth,
+    smooth_rows,
+)
 from driftgate.monitors.stattests.registry import StatTest, TestOutcome, register
 
 
@@ -35,7 +41,8 @@ def psi_rows(p_ref: np.ndarray, p_cur: np.ndarray, absent: np.ndarray | None) ->
 def psi_test(reference, current) -> TestOutcome:
     """PSI in nats on smoothed bin proportions."""
     p_ref, p_cur = proportions(reference, current)
-    return TestOutcome(value=population_stability_index(smooth(p_ref), smooth(p_cur)))
+    value = population_stability_index(smooth(p_ref), smooth(p_cur))
+    return TestOutcome(value=value, effect_size=value, details=moved_details(reference, current))
 
 
 register(
@@ -46,6 +53,7 @@ register(
         direction="distance",
         units="nats (sum (cur - ref) ln(cur / ref), >= 0)",
         default_threshold=0.2,
+        effect_size="PSI itself (nats)",
         null=BinnedBootstrap(psi_rows),
         evidence=3,
     )

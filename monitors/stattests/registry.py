@@ -18,7 +18,13 @@ outside this package switches on its name:
   ``calibrated: false`` (refused at config load otherwise) and is decided on its
   threshold alone;
 * ``evidence``: whether (and where, in order) it is computed on every window for the
-  evidence the drift check logs per feature, whatever the monitors ask.
+  evidence the drift check logs per feature, whatever the monitors ask;
+* its effect size: every outcome carries one (``TestOutcome.effect_size``: what
+  ``effect_size`` says; for a distance, the distance itself), and a statistic on a
+  categorical feature names the levels whose shares moved most
+  (``details["moved"]``, :func:`monitors.stattests.binned.moved_levels`), so the evidence
+  and the action's text say how large a change is and where, not only that it is
+  significant.
 
 Unknown names fail with :class:`UnknownStatTestError`, which lists the known ones.
 """
@@ -52,8 +58,9 @@ class TestOutcome:
     Attributes:
         value: The statistic, in the test's units.
         p_value: The p-value (``p_value`` tests only).
-        effect_size: The effect size compared with the effect-size floor
-            (``p_value`` tests only).
+        effect_size: How large the change is, whatever the window's size: compared
+            with the effect-size floor for ``p_value`` tests (KS D, Cramér's V), the
+            distance itself for ``distance`` tests.
         details: Extra JSON-able facts (e.g. signed change, error bounds).
     """
 
@@ -157,7 +164,10 @@ class StatTest:
         direction: ``p_value`` or ``distance`` (see the module docstring).
         units: Units of ``value``.
         default_threshold: Threshold used when none is given (alpha for p-value tests).
-        effect_size: What ``effect_size`` is, for ``p_value`` tests.
+        effect_size: What ``effect_size`` is.
+        effect_label: Its short name in the texts people read (``D``, ``Cramér's V``),
+            for a statistic whose effect size is not the value it is decided on (a
+            ``p_value`` test: the value shown is the p-value); None otherwise.
         default_effect_size_floor: Floor used when none is given (``p_value`` tests).
         null: Its no-drift distribution (:class:`NullModel`), or None: it has none, and
             a monitor on it is decided on its threshold alone (``calibrated: false``).
@@ -178,6 +188,7 @@ class StatTest:
     units: str
     default_threshold: float
     effect_size: str | None = None
+    effect_label: str | None = None
     default_effect_size_floor: float | None = None
     null: NullModel | None = None
     evidence: float | None = None

@@ -98,8 +98,10 @@ def wasserstein_test(reference: NumericProfile, current: NumericWindow) -> TestO
     uncertain = (inner_counts >= 2) & ((reference.gap_counts > 0) | crossing)
     cur_bound = float(np.sum(inner_counts[uncertain] * widths[uncertain])) / n_cur
     bound = standardised(ref_bound + cur_bound, reference.std) if ref_bound + cur_bound else 0.0
+    value = abs(standardised(distance, reference.std))
     return TestOutcome(
-        value=abs(standardised(distance, reference.std)),
+        value=value,
+        effect_size=value,
         details={"wasserstein_distance": distance, "error_bound": abs(bound)},
     )
 
@@ -112,6 +114,7 @@ register(
         direction="distance",
         units="reference standard deviations (W1 / std_ref)",
         default_threshold=0.1,
+        effect_size="W1 / std_ref itself",
         null=None,
         evidence=5,
     )

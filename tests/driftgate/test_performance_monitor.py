@@ -111,7 +111,7 @@ def setup(request, trained_model, tmp_path):
         gates = load_gate_config().model_copy(update={"monitors": [_monitor()]})
         yield {
             "config": config, "gates": gates, "url": url, "truth": truth,
-            "flipped": flipped, "prefix": request.param,
+            "flipped": flipped, "prefix": request.param, "version": version,
             "baseline": trained_model.metrics["test_roc_auc"],
         }  # fmt: skip
 
@@ -180,14 +180,46 @@ def test_a_window_judged_before_its_labels_is_judged_again_when_they_arrive(setu
 
 
 def test_beyond_the_horizon_a_window_is_not_judged_again(setup):
+    """The horizon runs on the wall clock from the labels' arrival (issue 30): labels
+    that arrived more than serving.label_horizon ago are no reason to judge again."""
     config, gates, url, prefix = setup["config"], setup["gates"], setup["url"], setup["prefix"]
     label(url, LATE, setup["flipped"], prefix, range(20))
     job.judge_window(config, gates, *LATE)
     label(url, LATE, setup["flipped"], prefix, range(20, 200))
-    soon = pd.Timestamp(LATE[1], tz="UTC") + pd.Timedelta(days=1)
-    assert len(job.plan_rejudgements(config, gates, end=soon)) == 1
-    later = pd.Timestamp(LATE[1], tz="UTC") + pd.Timedelta(days=31)  # label_horizon 30d
-    assert job.plan_rejudgements(config, gates, end=later) == []
+    soon = pd.Timestamp.now(tz="UTC") + pd.Timedelta(days=1)
+    assert len(job.plan_rejudgements(config, gates, now=soon)) == 1
+    later = pd.Timestamp.now(tz="UTC") + pd.Timedelta(days=31)  # label_horizon 30d
+    assert job.plan_rejudgements(config, gates, now=later) == []
+
+
+def test_a_replayed_window_a_year_old_is_judged_again_as_its_labels_arrive(setup, trained_model):
+    """A replay logs records whose event times are a year old, today, and delivers their
+    labels after them: the default 30d horizon, counted in event time back from the
+    check's end, never judged such a window again (issue 30)."""
+    config, gates, url, prefix = setup["config"], setup["gates"], setup["url"], setup["prefix"]
+    day = (pd.Timestamp.now(tz="UTC") - pd.Timedelta(days=365)).floor("D")
+    window = (day.strftime("%Y-%m-%d"), (day + pd.Timedelta(days=1)).strftime("%Y-%m-%d"))
+    test = trained_model.data.splits.test.iloc[:ROWS]
+    features = list(trained_model.data.features)
+    probabilities = predict_proba(trained_model.result.model, feature_matrix(test, features))
+    store = SqlSampleStore(url)
+    try:
+        write_window(store, test, probabilities, window, setup["version"], prefix, features)
+    finally:
+        store.close()
+    assert config.serving.label_horizon == "30d"  # the default
+    label(url, window, setup["flipped"], prefix, range(20))
+    first = job.judge_window(config, gates, *window)
+    assert first.results[0].status == "insufficient_data"
+    label(url, window, setup["flipped"], prefix, range(20, ROWS))  # the labels arrive
+    for end in (None, pd.Timestamp(window[1], tz="UTC")):  # now, or the replay's own time
+        planned = job.plan_rejudgements(config, gates, end=end)
+        assert [(a, b) for a, b, _ in planned] == [
+            (pd.Timestamp(window[0], tz="UTC"), pd.Timestamp(window[1], tz="UTC"))
+        ]
+    (result,) = job.judge_window(config, gates, *window).results
+    assert result.breached and result.labels == ROWS
+    assert job.plan_rejudgements(config, gates) == []  # judged on every label now
 
 
 def test_accuracy_is_realized_at_the_services_decision_threshold(setup, trained_model):

@@ -18,7 +18,6 @@ import pytest
 from driftgate.config import load_config
 from driftgate.jobs.replay import (
     ReplayError,
-    horizon_warning,
     load_production,
     request_id_for,
 )
@@ -98,23 +97,6 @@ def test_each_mistake_is_named_before_anything_is_sent(project, edit, message):
     with pytest.raises((ReplayError, DataError), match=re.escape(message)) as raised:
         load_production(load_config(project / "driftgate.yaml"))
     assert raised.value.exit_code == 2
-
-
-def test_a_replay_longer_than_the_label_horizon_is_warned_naming_the_setting(project):
-    # The default 30d horizon stopped re-judging windows older than 30 days of event
-    # time while a replay delivered their labels, silently.
-    config = load_config(project / "driftgate.yaml")
-    rows = load_production(config)
-    assert horizon_warning(config, rows) is None  # 4 days of event time
-    wider = pd.read_csv(project / "production.csv")
-    wider.loc[0, "at"] = "2024-06-01T00:00:00+00:00"
-    wider.to_csv(project / "production.csv", index=False)
-    warning = horizon_warning(config, load_production(config))
-    assert warning is not None
-    assert "spans 92 days of event time, more than serving.label_horizon (30d)" in warning
-    (project / "driftgate.yaml").write_text(CONFIG + "  label_horizon: null\n")
-    config = load_config(project / "driftgate.yaml")
-    assert horizon_warning(config, load_production(config)) is None
 
 
 def test_the_cli_names_the_mistake_and_exits_2_without_a_traceback(project):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -186,3 +187,17 @@ def test_train_promote_serve_and_drift_check_the_example(project):
     assert reviews.returncode == 0, reviews.stderr
     assert "distribution-kl" in reviews.stdout and "category-mix-chi2" in reviews.stdout
     assert "Region" in reviews.stdout
+    assert "category-mix-chi2: chi2 p = " in reviews.stdout  # a p-value below its level
+    # Issue 30: how large the change is and which categories moved, in the action's
+    # text and in the drift report's JSON (Region West from 10% to 55%).
+    (action,) = [x for x in drifted.stdout.splitlines() if x.startswith("- category-mix-chi2:")]
+    moved = re.search(r"Region: Cramér's V (0\.\d+), West (0\.\d\d) -> (0\.\d\d)", action)
+    assert moved, action
+    assert float(moved[2]) < 0.2 and float(moved[3]) > 0.4
+    (summary,) = [x for x in drifted.stdout.splitlines() if x.startswith("report: ")]
+    evidence = json.loads(
+        (Path(summary.removeprefix("report: ")).parent / "drift.json").read_text()
+    )
+    (region,) = [r for r in evidence["results"] if (r["feature"], r["test"]) == ("Region", "chi2")]
+    assert f"{region['effect_size']:.2g}" == moved[1]
+    assert region["details"]["moved"][0]["level"] == "West"

@@ -50,8 +50,9 @@ def test_the_seeded_script_writes_exactly_the_committed_files(tmp_path):
         assert (tmp_path / name).read_text() == (EXAMPLE / name).read_text(), name
     reference = pd.read_csv(EXAMPLE / "reference.csv")
     production = pd.read_csv(EXAMPLE / "production.csv")
-    assert not reference[module.FEATURES].isna().any().any()  # training refuses NaN
-    assert production[module.FEATURES].isna().any(axis=1).sum() > 0  # kept in production
+    # Incomplete rows kept on both sides: missing values are learnt (issue 30).
+    assert reference[module.FEATURES].isna().any(axis=1).sum() == 8
+    assert production[module.FEATURES].isna().any(axis=1).sum() == 3
     assert reference["observed_at"].str.endswith("+0000").all()  # time-zone-aware
 
 
@@ -97,28 +98,25 @@ def test_replay_sends_production_then_its_labels_and_a_rerun_sends_nothing_again
     assert f"replaying {len(production)} rows of" in first.stdout
     assert "in order of observed_at, request ids from 'penguin_id'" in first.stdout
     assert "labels 14 days 00:00:00 (event time) after their requests" in first.stdout
-    assert "label_horizon" not in first.stdout  # the example sets it to null
+    assert "label_horizon" not in first.stdout  # no warning: the horizon is wall-clock
     config = load_config(project)
     samples = open_sample_reader(config.serving.sample_store(config.home_dir)).read_window(
         "2009-01-01", "2010-01-01"
     )
-    # Every complete production penguin is scored and logged once under its own id; the
-    # rows with a missing value are refused by the model's input checks (422): training
-    # refuses missing values today, so the served model takes none.
-    incomplete = production[FEATURES].isna().any(axis=1)
-    assert sorted(samples["request_id"]) == sorted(
-        "replay-" + production["penguin_id"][~incomplete]
+    # Every production penguin is scored and logged once under its own id, the three
+    # with a missing value too: the model learnt missing values from the reference's
+    # incomplete rows (issue 30; before, they were left out and these refused, 422).
+    assert sorted(samples["request_id"]) == sorted("replay-" + production["penguin_id"])
+    incomplete = samples["request_id"].isin(
+        "replay-" + production["penguin_id"][production[FEATURES].isna().any(axis=1)]
     )
-    accepted, refused = int((~incomplete).sum()), int(incomplete.sum())
-    assert refused > 0
+    assert samples.loc[incomplete, FEATURES].isna().any(axis=1).all()  # stored as missing
+    accepted, refused = len(production), 0
     done = first.stdout.strip().splitlines()
     summary = next(line for line in done if line.startswith("done in"))
-    assert (
-        f"{len(production)}/{len(production)} rows sent: {accepted} accepted, {refused} " in summary
-    )
-    # A refused record is never labelled: only the answered rows' labels are sent.
+    assert f"{len(production)}/{len(production)} rows sent: {accepted} accepted, 0 " in summary
     assert f"labels: {accepted} accepted, 0 already stored, 0 refused" in summary
-    assert "null not allowed" in first.stdout  # the first refusals, as the service said
+    assert "null not allowed" not in first.stdout
 
     # A rerun: every answered row is a 409 (already sent), every label a duplicate.
     again = driftgate(project, "replay", "--url", service, "--labels-after", "14d")
@@ -136,7 +134,7 @@ def test_the_drift_check_judges_the_replayed_season_with_its_labels(project, ser
     checked = driftgate(project, "drift-check", "--end", "2009-12-17", "--window", "60d")
     assert checked.returncode in (0, 1), checked.stdout + checked.stderr[-3000:]
     production = pd.read_csv(project.parent / "production.csv")
-    accepted = int((~production[FEATURES].isna().any(axis=1)).sum())
+    accepted = len(production)  # incomplete rows included
     assert f"{accepted} rows;" in checked.stdout
     realized = next(line for line in checked.stdout.splitlines() if "| realized-accuracy" in line)
     assert f"on {accepted} labels" in realized  # labels.csv's species, joined by penguin_id
@@ -174,7 +172,7 @@ def test_an_interrupted_replay_loses_nothing_acknowledged_and_a_rerun_resumes(pr
         env={**os.environ, "NO_COLOR": "1", "DRIFTGATE_ADMIN_TOKEN": TOKEN},
     )  # fmt: skip
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr[-3000:]
-    complete = int((~production[FEATURES].isna().any(axis=1)).sum())
+    complete = len(production)  # every row is answered: missing values are learnt
     # What the first run had acknowledged answers 409; the rest is sent now. (A request
     # in flight at the Ctrl-C may be logged without its answer counted: at most one.)
     (summary,) = [x for x in resumed.stdout.splitlines() if x.startswith("done in")]

@@ -47,3 +47,31 @@ def test_every_module_of_the_package_is_imported_so_a_new_statistic_needs_no_oth
     assert modules >= NAMES  # one module per statistic
     missing = [m for m in sorted(modules) if f"{package.__name__}.{m}" not in sys.modules]
     assert not missing, f"not imported by the package: {missing}"
+
+
+def test_every_statistic_carries_its_effect_size_and_categorical_ones_the_levels_that_moved():
+    """Issue 30: the evidence carried an effect size for ks and chi2 only, and no level."""
+    import numpy as np
+
+    from tests.monitors.conftest import run
+
+    rng = np.random.default_rng(30)
+    data = {
+        "numeric": (rng.normal(size=800), rng.normal(0.5, 1.0, size=300)),
+        "categorical": (  # b keeps its share of 0.3 exactly
+            np.repeat(list("abc"), [400, 240, 160]),
+            np.repeat(list("abc"), [60, 90, 150]),
+        ),
+    }
+    for test in STATTESTS.values():
+        assert test.effect_size, test.name
+        for kind in test.feature_types:
+            outcome = run(test.func, *data[kind], kind)
+            assert outcome.effect_size is not None, (test.name, kind)
+            nothing_missing = test.name == "missing_share"  # on either side: a change of 0
+            assert outcome.effect_size > 0 or nothing_missing, (test.name, kind)
+            if kind == "categorical" and test.name != "missing_share":
+                moved = outcome.details["moved"]
+                assert [m["level"] for m in moved] == ["a", "c"], test.name  # b did not move
+                assert moved[0]["reference"] > moved[0]["current"]
+    assert get_stattest("chi2").evidence is not None  # Cramér's V on every window
