@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 
 from driftgate import registry
 from driftgate.config import ProjectConfig
-from driftgate.core.errors import EXIT_CHECK_FAILED, DriftgateError
+from driftgate.core.errors import DriftgateError
 from driftgate.core.redaction import redact_credentials
 from driftgate.gates.result import GateResult
 from driftgate.jobs.retrain_data import retrain_data, save_data_settings
@@ -68,19 +68,10 @@ DATA_STEP, GATE_STEP, LAUNCH_STEP = "retrain-data", "gate", "launch"
 FAILURE_LINE_CHARS = 2000
 
 
-class RetrainFailed(DriftgateError, RuntimeError):
-    """A retrain ended without a gated candidate; the message is its one line."""
-
-    exit_code = EXIT_CHECK_FAILED
-
-
 def failure_line(step: str, exc: BaseException) -> str:
     """The one line a failed retrain leaves on its record, its review and the log: the
     step, the error's type and its message with its lines joined (a contract breach
-    lists one rule a line), never a traceback. An error already a :class:`RetrainFailed`
-    is its own line."""
-    if isinstance(exc, RetrainFailed):
-        return str(exc)
+    lists one rule a line), never a traceback."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     line = f"{step} failed: {type(exc).__name__}: {'; '.join(lines) or '(no message)'}"
     line = redact_credentials(line)
@@ -216,7 +207,7 @@ def run_retrain(
     ``gate``: where the gate runs (default: :func:`gate_in_process`). A failure, in any
     step (its data, the contract, training, registering, the gate), is recorded as one
     line naming the step (:func:`failure_line`) on the retrain and its review (the
-    model's slot freed), then raised as :class:`RetrainFailed` with that line.
+    model's slot freed), then raised as it came (a train flow's run fails with it).
     ``on_epoch``: default, the training job's log line per epoch."""
     # Imported here, as in the functions below: the drift check imports this module for
     # its retrain port, and must not load torch (training, the gate) until it retrains.
@@ -238,10 +229,9 @@ def run_retrain(
         step = GATE_STEP
         gated = (gate or gate_in_process)(data.config, retrain, registered.version)
     except Exception as exc:
-        line = failure_line(step, exc)
-        fail_retrain(config, retrain_id, line)
+        fail_retrain(config, retrain_id, failure_line(step, exc))
         log.debug("retrain %s", retrain_id, exc_info=exc)  # the traceback, for debugging
-        raise RetrainFailed(line) from exc
+        raise
     retrain = record_outcome(
         config,
         retrain_id,
@@ -275,9 +265,10 @@ def run_locally(config: ProjectConfig, retrain: Retrain) -> Retrain:
     mark_launched(config, retrain, LOCAL)
     try:
         return run_retrain(config, retrain.id).retrain
-    except RetrainFailed as exc:  # the drift check goes on: its evidence and review stand
-        log.error("retrain %s: %s", retrain.id, exc)
-        return load_retrain(config, retrain.id)
+    except Exception:  # the drift check goes on: its evidence and review stand
+        failed = load_retrain(config, retrain.id)  # run_retrain recorded its one line
+        log.error("retrain %s: %s", retrain.id, failed.detail)
+        return failed
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,11 @@ import pytest
 from torch import nn
 
 from driftgate.jobs.data import prepare_data
-from driftgate.jobs.retrain import RetrainFailed, run_locally, run_retrain
+from driftgate.jobs.retrain import run_locally, run_retrain
 from driftgate.stores.factories import retrain_store, review_store
 from driftgate.stores.retrains import FAILED
 from driftgate.stores.samples import SqlSampleStore
+from driftgate.training.flavour import ModelOutputError
 from tests.driftgate.test_performance_monitor import label, write_window
 
 WINDOW = ("2042-02-01", "2042-02-02")
@@ -112,18 +113,17 @@ def test_a_window_breaking_the_contract_fails_the_retrain_in_one_line(project, c
 
 def test_a_model_that_does_not_fit_the_features_fails_the_retrain_in_one_line(project, caplog):
     """The retrain's journey: a training error is recorded as one line naming the
-    training step, and raised as RetrainFailed with that line (the train flow's run
-    fails with it)."""
+    training step, then raised as it came (the train flow's run fails with it)."""
     config = project["config"]
     config.model = config.model.model_copy(
         update={"factory": "tests.driftgate.test_retrain_failures:wrong_width"}
     )
     retrain, review_id = serve_and_claim(project, project["rows"])
     caplog.set_level(logging.INFO)
-    with pytest.raises(RetrainFailed) as raised:
+    with pytest.raises(ModelOutputError) as raised:
         run_retrain(config, retrain.id)
     ended = retrain_store_get(config, retrain.id)
-    assert str(raised.value) == ended.detail
+    assert ended.detail == f"fit-model failed: ModelOutputError: {raised.value}"
     assert ended.detail.startswith("fit-model failed: "), ended.detail
     assert "shapes cannot be multiplied" in ended.detail
     assert "\n" not in ended.detail and ended.outcome in evidence_of(config, review_id)
