@@ -48,7 +48,7 @@ from driftgate.jobs.steps import StepRunner, call_step
 from driftgate.monitors.actions import ActionRequest, RetrainStart
 from driftgate.monitors.rules import RetrainSettings
 from driftgate.stores.factories import retrain_store, review_store
-from driftgate.stores.retrains import FAILED, IN_FLIGHT, Claim, Retrain
+from driftgate.stores.retrains import IN_FLIGHT, Claim, Retrain
 from driftgate.stores.samples import to_utc
 
 if TYPE_CHECKING:
@@ -110,8 +110,6 @@ def start_retrain(
     on its record and the review (:func:`failure_line`); the drift check goes on."""
     settings = settings or RetrainSettings()
     claim = claim_retrain(config, request, review_id, settings)
-    if claim.started:  # before launching: whoever builds the data reads them
-        save_data_settings(config, claim.retrain.id, settings.data)
     if not claim.started:
         found = claim.retrain
         _add_evidence(config, review_id, links(found))
@@ -127,10 +125,12 @@ def start_retrain(
             )
         return RetrainStart(False, f"{why}: {found.outcome}", links(found))
     try:
+        # Before launching: whoever builds the data reads them.
+        save_data_settings(config, claim.retrain.id, settings.data)
         retrain = (launcher or run_locally)(config, claim.retrain)
     except Exception as exc:  # the drift check goes on: its evidence and review stand
         retrain = load_retrain(config, claim.retrain.id)
-        if retrain.status != FAILED:  # else run_retrain recorded its own line
+        if retrain.status == IN_FLIGHT:  # else run_retrain recorded how it ended
             retrain = fail_retrain(config, retrain.id, failure_line(LAUNCH_STEP, exc))
         log.error("retrain %s: %s", retrain.id, retrain.detail)
         log.debug("retrain %s", retrain.id, exc_info=exc)

@@ -14,6 +14,7 @@ import logging
 from datetime import timedelta
 
 import numpy as np
+import pandas as pd
 import pytest
 from torch import nn
 
@@ -136,3 +137,29 @@ def retrain_store_get(config, retrain_id: str):
         return store.get(retrain_id)
     finally:
         store.close()
+
+
+def test_a_launcher_that_fails_before_the_journey_leaves_one_line(project, caplog):
+    """Where the retrain runs failed before it ran (a Prefect server refusing the run):
+    the drift check's retrain port records the launch's line and goes on."""
+    from driftgate.jobs.retrain import start_retrain
+    from driftgate.monitors.rules import RetrainSettings
+    from tests.monitors.actions.conftest import request
+
+    def refused(config, retrain):
+        raise RuntimeError("server refused the run\n(HTTP 409: deployment paused)")
+
+    caplog.set_level(logging.INFO)
+    breach = request(window=tuple(pd.Timestamp(t, tz="UTC") for t in WINDOW), action="retrain")
+    started = start_retrain(project["config"], breach, None, RetrainSettings(), refused)
+    store = retrain_store(project["config"])
+    try:
+        (retrain,) = store.list(breach.model_name)
+    finally:
+        store.close()
+    assert started.started and retrain.outcome in started.detail
+    assert_one_line_without_traceback(
+        caplog,
+        retrain,
+        "launch failed: RuntimeError: server refused the run; (HTTP 409: deployment paused)",
+    )
