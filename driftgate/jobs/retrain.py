@@ -115,7 +115,7 @@ def start_retrain(
         _add_evidence(config, review_id, links(found))
         why = "no new retrain"
         if (
-            settings.cooldown_span(request.end - request.start) is not None
+            settings.cooldown_words()  # a cooldown is set
             and found.status != IN_FLIGHT
             and to_utc(found.window[0]) != to_utc(request.start)  # not this breach's own
         ):

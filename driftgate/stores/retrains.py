@@ -12,9 +12,12 @@ across processes, machines and restarts:
 - one row per model with status ``in_flight`` (a partial unique index): a second breach
   while a retrain runs finds it and starts nothing.
 
-An in-flight row carries a lease (``expires_at``): a retrain whose process died never
-finishes its row, so a claim that finds an expired one marks it ``expired`` and takes
-the slot. Same databases as the reviews: SQLite by default, PostgreSQL by URL.
+An in-flight row carries a lease (``expires_at``, wall-clock time): a retrain whose
+process died never finishes its row, so a claim that finds an expired one marks it
+``expired`` and takes the slot. A cooldown, when asked for, is event time: the
+breaching window's end against the window end of the model's last retrain that
+reached an outcome (:meth:`RetrainStore.claim`). Same databases as the reviews: SQLite
+by default, PostgreSQL by URL.
 """
 
 from __future__ import annotations
