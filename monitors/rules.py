@@ -132,14 +132,16 @@ class RetrainSettings(StrictModel):
         description="event time (the windows' time, not the clock's) from the end of the "
         "window of the last retrain that reached an outcome to the end of a breaching "
         "window before that breach may start another retrain (a drift that persists "
-        "breaches every window; each retrain costs a training run). No upper bound: "
-        "it is compared, never read. None: any breach once the previous retrain ended",
+        "breaches every window; each retrain costs a training run). Not bounded by a "
+        "window's 366 days (it is compared, never read): up to 36600d. None: any breach "
+        "once the previous retrain ended",
     )
     cooldown_windows: int | None = Field(
         None,
         ge=1,
-        description="the same cooldown counted in the monitor's windows: this many "
-        "window lengths of event time (with cooldown as well: the longer of the two)",
+        description="the same cooldown counted in windows: this many lengths of the "
+        "window judged (the monitor's window, or drift-check --window) of event time "
+        "(with cooldown as well: the longer of the two)",
     )
 
     @field_validator("lease", "approval_timeout")
@@ -176,7 +178,7 @@ class RetrainSettings(StrictModel):
 
     def cooldown_span(self, window: timedelta) -> timedelta | None:
         """The event time a breach must be past the last retrain's window end, for a
-        monitor of ``window`` length: the longer of ``cooldown`` and ``cooldown_windows``
+        judged window of ``window`` length: the longer of ``cooldown`` and ``cooldown_windows``
         windows; None when neither is set."""
         spans = [self.cooldown_length]
         if self.cooldown_windows is not None:
