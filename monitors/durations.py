@@ -29,7 +29,10 @@ def parse_duration(text: str, longest: pd.Timedelta | None = MAX_WINDOW) -> pd.T
         raise ValueError(
             f"window '{text}' is not a duration: digits and one unit of s, m, h, d (e.g. 30m, 1h)"
         )
-    length = pd.Timedelta(int(match[1]), unit=_UNITS[match[2]])
+    try:
+        length = pd.Timedelta(int(match[1]), unit=_UNITS[match[2]])
+    except (OverflowError, ValueError):  # beyond what a timestamp holds (about 292 years)
+        raise ValueError(f"window '{text}' is longer than any time can be") from None
     if length <= pd.Timedelta(0):
         raise ValueError(f"window '{text}' is empty: it must be longer than 0")
     if longest is not None and length > longest:

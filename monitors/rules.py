@@ -27,7 +27,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from driftgate.core.yamlconfig import ConfigError, StrictModel
 from driftgate.monitors.budget import FalseAlarms, checks_in, per_scale_check_budgets
-from driftgate.monitors.durations import parse_duration, validate_cron
+from driftgate.monitors.durations import MAX_WINDOW, parse_duration, validate_cron
 from driftgate.monitors.evidence import Evidence
 from driftgate.monitors.kinds import WindowEvidence, kind_of
 from driftgate.monitors.kinds.contract import CONTRACT_RULE_KINDS  # noqa: F401 - re-exported
@@ -56,6 +56,20 @@ def is_stattest_metric(metric: str) -> bool:
 
 
 RETRAIN_ACTION = "retrain"
+# A cooldown is compared, never read, so it is not bounded like a window; this bound only
+# keeps it inside what a timestamp can hold (pandas: about 292 years).
+_LONGEST_COOLDOWN = pd.Timedelta(days=100 * 366)
+
+
+def _checked_duration(value: str | None, key: str, longest: pd.Timedelta | None) -> str | None:
+    """``value`` when it is a duration of at most ``longest``; else the error, naming
+    ``key`` (parse_duration's messages say "window")."""
+    if value is not None:
+        try:
+            parse_duration(value, longest=longest)
+        except ValueError as exc:
+            raise ValueError(str(exc).replace("window", key, 1)) from None
+    return value
 
 
 class RetrainDataSettings(StrictModel):
@@ -80,12 +94,7 @@ class RetrainDataSettings(StrictModel):
     @field_validator("recent")
     @classmethod
     def _is_a_duration(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                parse_duration(value, longest=None)
-            except ValueError as exc:
-                raise ValueError(str(exc).replace("window", "recent", 1)) from None
-        return value
+        return _checked_duration(value, "recent", longest=None)  # read in chunks
 
     @property
     def recent_length(self) -> pd.Timedelta | None:
@@ -120,21 +129,32 @@ class RetrainSettings(StrictModel):
     )
     cooldown: str | None = Field(
         None,
-        description="after a retrain of the model ends, how long before a breach may start "
-        "another (a drift that persists breaches every window; each retrain costs a "
-        "training run). None: any breach once the previous retrain ended",
+        description="event time (the windows' time, not the clock's) from the end of the "
+        "window of the last retrain that reached an outcome to the end of a breaching "
+        "window before that breach may start another retrain (a drift that persists "
+        "breaches every window; each retrain costs a training run). Not bounded by a "
+        "window's 366 days (it is compared, never read): up to 36600d. None: any breach "
+        "once the previous retrain ended",
+    )
+    cooldown_windows: int | None = Field(
+        None,
+        ge=1,
+        description="the same cooldown counted in windows: this many lengths of the "
+        "window judged (the monitor's window, or drift-check --window) of event time "
+        "(with cooldown as well: the longer of the two)",
     )
 
-    @field_validator("lease", "approval_timeout", "cooldown")
+    @field_validator("lease", "approval_timeout")
     @classmethod
-    def _is_a_duration(cls, value: str | None, info) -> str | None:
-        if value is None:
-            return value
-        try:
-            parse_duration(value)
-        except ValueError as exc:
-            raise ValueError(str(exc).replace("window", info.field_name, 1)) from None
-        return value
+    def _is_a_duration(cls, value: str, info) -> str:
+        return _checked_duration(value, info.field_name, longest=MAX_WINDOW)
+
+    @field_validator("cooldown")
+    @classmethod
+    def _cooldown_is_a_duration(cls, value: str | None) -> str | None:
+        # Not bounded like a window (read whole): a replay of yearly windows may want
+        # decades of event time between retrains.
+        return _checked_duration(value, "cooldown", longest=_LONGEST_COOLDOWN)
 
     @model_validator(mode="after")
     def _approval_fits_the_lease(self) -> RetrainSettings:
@@ -151,7 +171,27 @@ class RetrainSettings(StrictModel):
 
     @property
     def cooldown_length(self) -> timedelta | None:
-        return None if self.cooldown is None else parse_duration(self.cooldown).to_pytimedelta()
+        """``cooldown`` as a duration of event time (None: not set)."""
+        if self.cooldown is None:
+            return None
+        return parse_duration(self.cooldown, longest=_LONGEST_COOLDOWN).to_pytimedelta()
+
+    def cooldown_span(self, window: timedelta) -> timedelta | None:
+        """The event time a breach must be past the last retrain's window end, for a
+        judged window of ``window`` length: the longer of ``cooldown`` and ``cooldown_windows``
+        windows; None when neither is set."""
+        spans = [self.cooldown_length]
+        if self.cooldown_windows is not None:
+            spans.append(self.cooldown_windows * window)
+        spans = [span for span in spans if span is not None]
+        return max(spans) if spans else None
+
+    def cooldown_words(self) -> str:
+        """The cooldown as configured, for people (``30d``, ``3 windows``, both)."""
+        parts = [self.cooldown] if self.cooldown is not None else []
+        if self.cooldown_windows is not None:
+            parts.append(f"{self.cooldown_windows} window(s)")
+        return " / ".join(parts)
 
     @property
     def approval_wait(self) -> pd.Timedelta:

@@ -48,7 +48,7 @@ from driftgate.jobs.steps import StepRunner, call_step
 from driftgate.monitors.actions import ActionRequest, RetrainStart
 from driftgate.monitors.rules import RetrainSettings
 from driftgate.stores.factories import retrain_store, review_store
-from driftgate.stores.retrains import IN_FLIGHT, Retrain
+from driftgate.stores.retrains import IN_FLIGHT, Claim, Retrain
 from driftgate.stores.samples import to_utc
 
 if TYPE_CHECKING:
@@ -60,6 +60,25 @@ log = logging.getLogger(__name__)
 
 LOCAL, PREFECT = "local", "prefect"
 TAG_RETRAIN = "driftgate.retrain"
+# Where a retrain fails, besides the training job's own steps (``jobs.train.STEPS``:
+# prepare-data, where the contract is checked, fit-model, evaluate-model,
+# register-model): building its data version, the gate, starting it somewhere.
+DATA_STEP, GATE_STEP, LAUNCH_STEP = "retrain-data", "gate", "launch"
+# A failure's line on the retrain and the review is cut to this many characters.
+FAILURE_LINE_CHARS = 2000
+
+
+def failure_line(step: str, exc: BaseException) -> str:
+    """The one line a failed retrain leaves on its record, its review and the log: the
+    step, the error's type and its message with its lines joined (a contract breach
+    lists one rule a line), never a traceback."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    line = f"{step} failed: {type(exc).__name__}: {'; '.join(lines) or '(no message)'}"
+    line = redact_credentials(line)
+    if len(line) > FAILURE_LINE_CHARS:
+        line = line[: FAILURE_LINE_CHARS - 1] + "…"
+    return line
+
 
 # (config, claimed retrain) -> the retrain as it stands after launching: finished when
 # it ran in process, in flight with its flow run id when a deployment runs it.
@@ -86,11 +105,53 @@ def start_retrain(
     launcher: Launcher | None = None,
 ) -> RetrainStart:
     """Start train -> gate for the breach in ``request`` unless one is in flight for the
-    model or this breach asked before; links the review to what it started or found."""
+    model, this breach asked before or the last retrain is within the cooldown; links
+    the review to what it started or found. A retrain that fails says so in one line
+    on its record and the review (:func:`failure_line`); the drift check goes on."""
     settings = settings or RetrainSettings()
+    claim = claim_retrain(config, request, review_id, settings)
+    if not claim.started:
+        found = claim.retrain
+        _add_evidence(config, review_id, links(found))
+        why = "no new retrain"
+        if (
+            settings.cooldown_words()  # a cooldown is set
+            and found.status != IN_FLIGHT
+            and to_utc(found.window[0]) != to_utc(request.start)  # not this breach's own
+        ):
+            why += (
+                f" (retrain.cooldown {settings.cooldown_words()} of event time after the "
+                f"window of the last one, ending {found.window[1]})"
+            )
+        return RetrainStart(False, f"{why}: {found.outcome}", links(found))
+    try:
+        # Before launching: whoever builds the data reads them.
+        save_data_settings(config, claim.retrain.id, settings.data)
+        retrain = (launcher or run_locally)(config, claim.retrain)
+    except Exception as exc:  # the drift check goes on: its evidence and review stand
+        retrain = load_retrain(config, claim.retrain.id)
+        if retrain.status == IN_FLIGHT:  # else run_retrain recorded how it ended
+            retrain = fail_retrain(config, retrain.id, failure_line(LAUNCH_STEP, exc))
+        log.error("retrain %s: %s", retrain.id, retrain.detail)
+        log.debug("retrain %s", retrain.id, exc_info=exc)
+    _add_evidence(config, review_id, links(retrain))
+    return RetrainStart(True, f"started {retrain.outcome}", links(retrain))
+
+
+def claim_retrain(
+    config: ProjectConfig,
+    request: ActionRequest,
+    review_id: str | None,
+    settings: RetrainSettings,
+) -> Claim:
+    """The claim step: take the model's retrain slot for this breach, or find who holds
+    it (:meth:`driftgate.stores.retrains.RetrainStore.claim`). The cooldown is event
+    time, the breaching window's end against the last retrain's window end, counted
+    in days and in this monitor's windows (:meth:`RetrainSettings.cooldown_span`); the
+    lease is wall-clock time from now."""
     store = retrain_store(config)
     try:
-        claim = store.claim(
+        return store.claim(
             model_name=request.model_name,
             champion_version=request.model_version,
             monitor=request.result.monitor,
@@ -99,30 +160,10 @@ def start_retrain(
             review_id=review_id,
             lease=settings.lease_length.to_pytimedelta(),
             approval_timeout_s=settings.approval_seconds,
-            cooldown=settings.cooldown_length,
+            cooldown=settings.cooldown_span((request.end - request.start).to_pytimedelta()),
         )
     finally:
         store.close()
-    if claim.started:  # before launching: whoever builds the data reads them
-        save_data_settings(config, claim.retrain.id, settings.data)
-    if not claim.started:
-        found = claim.retrain
-        _add_evidence(config, review_id, links(found))
-        why = "no new retrain"
-        if (
-            settings.cooldown is not None
-            and found.status != IN_FLIGHT
-            and to_utc(found.window[0]) != to_utc(request.start)  # not this breach's own
-        ):
-            why += f" (retrain.cooldown {settings.cooldown} after the last one ended)"
-        return RetrainStart(False, f"{why}: {found.outcome}", links(found))
-    try:
-        retrain = (launcher or run_locally)(config, claim.retrain)
-    except Exception as exc:  # the drift check goes on: its evidence and review stand
-        log.exception("retrain %s failed", claim.retrain.id)
-        retrain = fail_retrain(config, claim.retrain.id, f"{type(exc).__name__}: {exc}")
-    _add_evidence(config, review_id, links(retrain))
-    return RetrainStart(True, f"started {retrain.outcome}", links(retrain))
 
 
 def mark_launched(
@@ -163,22 +204,33 @@ def run_retrain(
     drift check, a deployment's run): its data version (:mod:`.retrain_data`), the
     training journey on it, the gate on it, then approval (:func:`decide_approval`)
     and the outcome. ``run_step`` runs the training steps (here, or as Prefect tasks);
-    ``gate``: where the gate runs (default: :func:`gate_in_process`). A failure is
-    recorded on the retrain and its review (the model's slot freed), then raised.
+    ``gate``: where the gate runs (default: :func:`gate_in_process`). A failure, in any
+    step (its data, the contract, training, registering, the gate), is recorded as one
+    line naming the step (:func:`failure_line`) on the retrain and its review (the
+    model's slot freed), then raised as it came (a train flow's run fails with it).
     ``on_epoch``: default, the training job's log line per epoch."""
     # Imported here, as in the functions below: the drift check imports this module for
     # its retrain port, and must not load torch (training, the gate) until it retrains.
     from driftgate.jobs.train import log_epoch, run_training
 
     retrain = load_retrain(config, retrain_id)
+    step = DATA_STEP
+
+    def named_step(name: str, fn, /, *args, **kwargs):
+        nonlocal step
+        step = name  # the training step that fails names the failure
+        return run_step(name, fn, *args, **kwargs)
+
     try:
         data = retrain_data(config, retrain.id, retrain.window)
         log.info("retrain %s: training %s; %s", retrain.id, config.model.name, data.summary)
-        training = run_training(data.config, on_epoch=on_epoch or log_epoch, run_step=run_step)
+        training = run_training(data.config, on_epoch=on_epoch or log_epoch, run_step=named_step)
         registered = training.registered
+        step = GATE_STEP
         gated = (gate or gate_in_process)(data.config, retrain, registered.version)
     except Exception as exc:
-        fail_retrain(config, retrain_id, f"{type(exc).__name__}: {exc}")
+        fail_retrain(config, retrain_id, failure_line(step, exc))
+        log.debug("retrain %s", retrain_id, exc_info=exc)  # the traceback, for debugging
         raise
     retrain = record_outcome(
         config,
@@ -214,8 +266,9 @@ def run_locally(config: ProjectConfig, retrain: Retrain) -> Retrain:
     try:
         return run_retrain(config, retrain.id).retrain
     except Exception:  # the drift check goes on: its evidence and review stand
-        log.exception("retrain %s failed", retrain.id)
-        return load_retrain(config, retrain.id)
+        failed = load_retrain(config, retrain.id)  # run_retrain recorded its one line
+        log.error("retrain %s: %s", retrain.id, failed.detail)
+        return failed
 
 
 @dataclass(frozen=True)
@@ -326,18 +379,19 @@ def record_outcome(
     finally:
         store.close()
     _add_evidence(config, retrain.review_id, [*links(retrain), retrain.outcome])
-    registry.tag_model_version(
-        config.tracking,
-        config.model.name,
-        candidate,
-        {
-            f"{TAG_RETRAIN}.id": retrain.id,
-            f"{TAG_RETRAIN}.review": retrain.review_id or "-",
-            f"{TAG_RETRAIN}.monitor": retrain.monitor,
-            f"{TAG_RETRAIN}.window": "..".join(retrain.window),
-            f"{TAG_RETRAIN}.champion_before": retrain.champion_version,
-        },
-    )
+    tags = {
+        f"{TAG_RETRAIN}.id": retrain.id,
+        f"{TAG_RETRAIN}.review": retrain.review_id or "-",
+        f"{TAG_RETRAIN}.monitor": retrain.monitor,
+        f"{TAG_RETRAIN}.window": "..".join(retrain.window),
+        f"{TAG_RETRAIN}.champion_before": retrain.champion_version,
+    }
+    try:
+        registry.tag_model_version(config.tracking, config.model.name, candidate, tags)
+    except Exception as exc:  # the outcome stands: the gate judged and recorded it
+        line = f"candidate v{candidate}: {failure_line('tag-version', exc)}"
+        _add_evidence(config, retrain.review_id, [line])
+        log.error("retrain %s: %s", retrain.id, line)
     log.info("%s", retrain.outcome)
     return retrain
 
@@ -401,7 +455,7 @@ def fail_retrain(config: ProjectConfig, retrain_id: str, detail: str) -> Retrain
     """The retrain ended without a gated candidate: frees the slot, says why on the review."""
     store = retrain_store(config)
     try:
-        retrain = store.fail(retrain_id, redact_credentials(detail)[:2000])
+        retrain = store.fail(retrain_id, redact_credentials(detail)[:FAILURE_LINE_CHARS])
     finally:
         store.close()
     _add_evidence(config, retrain.review_id, [retrain.outcome])

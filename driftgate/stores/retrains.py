@@ -12,9 +12,12 @@ across processes, machines and restarts:
 - one row per model with status ``in_flight`` (a partial unique index): a second breach
   while a retrain runs finds it and starts nothing.
 
-An in-flight row carries a lease (``expires_at``): a retrain whose process died never
-finishes its row, so a claim that finds an expired one marks it ``expired`` and takes
-the slot. Same databases as the reviews: SQLite by default, PostgreSQL by URL.
+An in-flight row carries a lease (``expires_at``, wall-clock time): a retrain whose
+process died never finishes its row, so a claim that finds an expired one marks it
+``expired`` and takes the slot. A cooldown, when asked for, is event time: the
+breaching window's end against the window end of the model's last retrain that
+reached an outcome (:meth:`RetrainStore.claim`). Same databases as the reviews: SQLite
+by default, PostgreSQL by URL.
 """
 
 from __future__ import annotations
@@ -218,8 +221,21 @@ class RetrainStore(TableStore):
         Returns the existing row, not started, when this breach asked before (whatever
         its status), another retrain of the model is in flight and its lease has not
         expired (an expired one is marked ``expired`` first and the slot is taken), or,
-        with ``cooldown``, one of the model's retrains ended with an outcome less than
-        ``cooldown`` ago (a failed or expired one does not count).
+        with ``cooldown``, one of the model's retrains that reached an outcome has a
+        window ending less than ``cooldown`` before this breach's window ends (a failed
+        or expired one does not count).
+
+        The cooldown is **event time**: the windows' own time, compared window end to
+        window end, never the clock. A replay judging a year of windows in minutes, or a
+        catch-up after an outage, then retrains as often as live operation would; by the
+        clock, a 30-day cooldown blocked every later breach of the replayed year. A
+        breaching window that ends before the last retrain's window (judged late) is
+        within it too: the model already learnt from later data.
+
+        The lease stays **wall-clock** time (``lease`` from now): it answers "is the
+        process running this retrain still alive?", a question of the clock. In event
+        time a replay would expire a retrain still training after a few windows and
+        start a second one of the same model beside it.
         """
         start, end, now = to_us(window_start), to_us(window_end), _now_us()
         table = retrains_table
@@ -230,19 +246,19 @@ class RetrainStore(TableStore):
             table.c.window_end_us == end,
         )
         in_flight = and_(table.c.model_name == model_name, table.c.status == IN_FLIGHT)
-        conditions = [breach, in_flight]
+        latest = table.c.started_at_us.desc()
+        conditions = [(breach, latest), (in_flight, latest)]
         if cooldown is not None:
             # Only a retrain that reached an outcome (a candidate judged by the gate)
             # holds the cooldown: a failed or expired one taught nothing, and holding
             # it kept every later breach from retraining after one crash.
-            since = now - int(cooldown / timedelta(microseconds=1))
-            conditions.append(
-                and_(
-                    table.c.model_name == model_name,
-                    table.c.status == DONE,
-                    table.c.finished_at_us >= since,
-                )
+            since = end - int(cooldown / timedelta(microseconds=1))
+            cooling = and_(
+                table.c.model_name == model_name,
+                table.c.status == DONE,
+                table.c.window_end_us > since,
             )
+            conditions.append((cooling, table.c.window_end_us.desc()))
         values = {
             "id": f"rt-{uuid.uuid4().hex[:12]}",
             "model_name": model_name,
@@ -258,8 +274,8 @@ class RetrainStore(TableStore):
         }
         try:
             with write_transaction(self.engine) as connection:
-                for condition in conditions:
-                    query = select(table).where(condition).order_by(table.c.started_at_us.desc())
+                for condition, order in conditions:
+                    query = select(table).where(condition).order_by(order)
                     if connection.dialect.name == "postgresql":
                         query = query.with_for_update()
                     row = connection.execute(query).mappings().first()

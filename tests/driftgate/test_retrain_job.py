@@ -342,7 +342,10 @@ def test_a_breach_within_the_cooldown_links_the_last_retrain_and_trains_nothing(
     verdict = job.judge_window(config, cooling, *DRIFT_6)
     (taken,) = verdict.actions
     assert verdict.breached == ["mean-shift-kl"] and taken.action == "retrain"
-    cooled = f"no new retrain (retrain.cooldown 30d after the last one ended): retrain {last.id}"
+    cooled = (
+        "no new retrain (retrain.cooldown 30d of event time after the window of the last "
+        f"one, ending {last.window[1]}): retrain {last.id}"
+    )
     assert cooled in taken.detail, taken.detail
     assert versions(retraining) == before  # nothing trained
 

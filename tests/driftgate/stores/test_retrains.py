@@ -5,7 +5,7 @@ processes), and a lease after which a dead retrain frees the slot."""
 from __future__ import annotations
 
 import threading
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -56,15 +56,48 @@ def test_the_same_breach_claimed_twice_starts_one_retrain(store):
 
 
 def test_a_cooldown_keeps_a_persisting_breach_from_retraining_every_window(store):
-    first = claim(store, W1, cooldown=HOUR)
+    two_hours = 2 * HOUR
+    first = claim(store, W1, cooldown=two_hours)
     finish(store, first.retrain.id, promoted=False)
-    # The drift persists: the next window breaches within the hour after it ended.
-    second = claim(store, W2, cooldown=HOUR)
+    # The drift persists: the next window ends an hour after the retrained one.
+    second = claim(store, W2, cooldown=two_hours)
     assert not second.started and second.retrain.id == first.retrain.id
-    assert claim(store, W2, model="another-model", cooldown=HOUR).started  # per model
-    # A cooldown shorter than the time since it ended lets the next breach retrain.
-    later = claim(store, W3, cooldown=timedelta(microseconds=1))
+    assert claim(store, W2, model="another-model", cooldown=two_hours).started  # per model
+    # W3 ends two hours after W1: the cooldown has passed, whatever the clock says.
+    later = claim(store, W3, cooldown=two_hours)
     assert later.started and later.retrain.id != first.retrain.id
+
+
+def month(index: int) -> tuple[str, str]:
+    """The ``index``-th 30-day window of 2031 (0: 2031-01-01 .. 2031-01-31)."""
+    start = datetime(2031, 1, 1, tzinfo=UTC) + index * timedelta(days=30)
+    return start.isoformat(), (start + timedelta(days=30)).isoformat()
+
+
+def test_the_cooldown_is_event_time_so_a_replayed_year_retrains_after_it(store):
+    """Issue 29: replaying a year of windows in an hour, a 30-day cooldown counted on
+    the clock blocked every retrain after the first, although later months breached.
+    Counted from the retrained window's end to the breaching window's end, a breach
+    retrains once the cooldown of the windows' time has passed: with 60 days, every
+    other month."""
+    cooldown = timedelta(days=60)
+    started = []
+    for index in range(12):  # judged back to back: microseconds apart on the clock
+        taken = claim(store, month(index), cooldown=cooldown)
+        if taken.started:
+            started.append(index)
+            finish(store, taken.retrain.id, promoted=False)
+        else:
+            assert taken.retrain.status == DONE and taken.retrain.window == month(started[-1])
+    assert started == [0, 2, 4, 6, 8, 10]
+
+
+def test_a_window_judged_late_is_within_the_cooldown_of_a_later_retrain(store):
+    """A catch-up judging an older window after a newer one retrained: the model already
+    learnt from later data, so the older breach starts nothing."""
+    finish(store, claim(store, month(6), cooldown=timedelta(days=30)).retrain.id)
+    late = claim(store, month(1), cooldown=timedelta(days=30))
+    assert not late.started and late.retrain.window == month(6)
 
 
 def test_a_second_breach_while_one_is_in_flight_starts_nothing_until_it_ends(store_url, store):
@@ -86,12 +119,18 @@ def test_a_second_breach_while_one_is_in_flight_starts_nothing_until_it_ends(sto
 def test_a_failed_or_expired_retrain_leaves_no_cooldown(store):
     """Issue 29: a retrain that crashed (a contract breach on production rows) started
     the cooldown, so no later breaching window retrained."""
-    crashed = claim(store, W1, cooldown=HOUR)
+    cooldown = 2 * HOUR
+    crashed = claim(store, W1, cooldown=cooldown)
     store.fail(crashed.retrain.id, "ContractBreach: columns.id.dtype")
-    second = claim(store, W2, cooldown=HOUR)
+    second = claim(store, W2, cooldown=cooldown, lease=timedelta(microseconds=1))
     assert second.started and second.retrain.id != crashed.retrain.id
-    finish(store, second.retrain.id, promoted=False)  # an outcome: this one holds it
-    assert not claim(store, W3, cooldown=HOUR).started
+    # Its process died: the lease (wall-clock) expired, and it holds no cooldown either.
+    third = claim(store, W3, cooldown=cooldown)
+    assert third.started and store.get(second.retrain.id).status == EXPIRED
+    finish(store, third.retrain.id, promoted=False)  # an outcome: this one holds it
+    assert not claim(
+        store, ("2026-01-01T03:00:00Z", "2026-01-01T04:00:00Z"), cooldown=cooldown
+    ).started
 
 
 def test_a_failed_retrain_frees_the_slot(store):

@@ -40,6 +40,27 @@ def test_retrain_is_an_action_of_gates_yaml_with_a_default_lease(tmp_path):
     assert monitor.retrain.data.recent_length.days == 1095
 
 
+def test_the_cooldown_is_given_in_days_in_windows_or_both(tmp_path):
+    """Issue 29: event time, so a replay of yearly windows may want decades (no 366-day
+    bound), and counted in the monitor's windows as well as in days."""
+    from datetime import timedelta
+
+    year = timedelta(days=365)
+    (monitor,) = load(tmp_path, "retrain", ", retrain: {cooldown: 7300d}").monitors
+    assert monitor.retrain.cooldown_span(year) == timedelta(days=7300)
+    (monitor,) = load(tmp_path, "retrain", ", retrain: {cooldown_windows: 20}").monitors
+    assert monitor.retrain.cooldown_span(year) == 20 * year
+    assert monitor.retrain.cooldown_span(timedelta(hours=1)) == timedelta(hours=20)
+    assert monitor.retrain.cooldown_words() == "20 window(s)"
+    both = ", retrain: {cooldown: 30d, cooldown_windows: 3}"
+    (monitor,) = load(tmp_path, "retrain", both).monitors  # the longer of the two
+    assert monitor.retrain.cooldown_span(timedelta(days=1)) == timedelta(days=30)
+    assert monitor.retrain.cooldown_span(timedelta(days=30)) == timedelta(days=90)
+    assert monitor.retrain.cooldown_words() == "30d / 3 window(s)"
+    (monitor,) = load(tmp_path, "retrain").monitors
+    assert monitor.retrain.cooldown_span(year) is None
+
+
 @pytest.mark.parametrize(
     ("action", "extra", "message"),
     [
@@ -64,6 +85,24 @@ def test_retrain_is_an_action_of_gates_yaml_with_a_default_lease(tmp_path):
             r"monitors.0.retrain: .*approval_timeout 6h must be shorter than lease 6h",
         ),
         ("retrain", ", retrain: {cooldown: 0d}", r"monitors.0.retrain.cooldown: .*empty"),
+        (
+            "retrain",
+            ", retrain: {cooldown: 3y}",
+            r"monitors.0.retrain.cooldown: .*cooldown '3y' is not a duration",
+        ),
+        (
+            "retrain",
+            ", retrain: {cooldown: 99999999d}",
+            r"monitors.0.retrain.cooldown: .*cooldown .99999999d. is longer than",
+        ),
+        (
+            "retrain",
+            ", retrain: {cooldown: 40000d}",
+            r"monitors.0.retrain.cooldown: .*longer than the maximum of 36600d",
+        ),
+        ("retrain", ", retrain: {cooldown_windows: 0}", r"monitors.0.retrain.cooldown_windows: "),
+        ("retrain", ", retrain: {cooldown_windows: two}", r"monitors.0.retrain.cooldown_windows: "),
+        ("retrain", ", retrain: {cooldown_windows: 1.5}", r"monitors.0.retrain.cooldown_windows: "),
         ("retrain", ", retrain: 3", r"monitors.0.retrain: "),
         (
             "retrain",
