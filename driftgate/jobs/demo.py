@@ -62,6 +62,7 @@ def training_summary_lines(summary: dict) -> list[str]:
 
 def run_demo(config: ProjectConfig, config_arg: str | None, flows: DemoFlows, say: Say) -> bool:
     """Run the loop; False when the promotion gate failed (nothing after it runs)."""
+    config = archive_revisions(config, say)
     say("== 1. train flow → validate-and-promote (Prefect local mode) ==")
     summary = flows.train(config_path=config_arg, promote=True)
     for line in training_summary_lines(summary):
@@ -141,6 +142,8 @@ def run_loop(config: ProjectConfig, config_arg: str | None, flows: DemoFlows, sa
                 if paused_now(config):
                     show_pause_and_resume(config, base_url, data, say)
                     replay.fault_fixed = True
+                for line in accept_proposed_revisions(config, base_url):
+                    say(f"{'':<26}{line}")
                 follow_champion(config, base_url, say)
                 end += pd.Timedelta(days=365)
         finally:
@@ -222,6 +225,71 @@ def show_pause_and_resume(config: ProjectConfig, base_url: str, data, say: Say) 
     say(f"{'':<26}sensor fixed, `driftgate resume`: HTTP {restored.status_code}")
 
 
+def accept_proposed_revisions(config: ProjectConfig, base_url: str, timeout: float = 120):
+    """The simulated operator: every open review of the refused-traffic monitor that
+    carries a contract revision proposal is accepted, through the function behind
+    ``driftgate contract revise --from-review ID --accept``; then wait until the service
+    validates with the new file. Yields what happened, line by line."""
+    import httpx
+
+    from driftgate.jobs.contract_revision import PROPOSAL_PREFIX, RevisionError, accept_revision
+
+    reviews = review_store(config)
+    try:
+        proposed = [
+            review
+            for review in reviews.list(model_name=config.model.name, status="open")
+            if review.monitor == REFUSED
+            and any(item.startswith(PROPOSAL_PREFIX) for item in review.evidence)
+        ]
+    finally:
+        reviews.close()
+    for review in proposed:
+        try:
+            accepted = accept_revision(config, review.id, by=OPERATOR)
+        except RevisionError as exc:
+            yield f"operator, review {review.id}: {exc}"
+            continue
+        yield (
+            f"operator accepts review {review.id}'s contract revision -> "
+            f"{accepted.path.name} (`driftgate contract revise --from-review {review.id} "
+            "--accept`):"
+        )
+        for line in accepted.revision.diff_lines()[1:]:
+            yield f"  {line.strip()}"
+        deadline = time.monotonic() + timeout
+        while httpx.get(f"{base_url}/readyz", timeout=10).json().get("contract") != (
+            accepted.path.name
+        ):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the service did not apply {accepted.path} in {timeout} s")
+            time.sleep(0.5)
+        yield f"  the service now validates requests with {accepted.path.name} (no restart)"
+
+
+def archive_revisions(config: ProjectConfig, say: Say) -> ProjectConfig:
+    """Move the contract revisions an earlier demo accepted out of the way (into
+    ``contracts/archived-<time>/``), so this run starts from the shipped contract and
+    its operator accepts its own; the config with the contract in effect again."""
+    from datetime import UTC, datetime
+
+    from driftgate.config.contract_files import lineage_stem
+
+    folder = config.contract_revisions_dir
+    if folder is None or not folder.is_dir():
+        return config
+    earlier = sorted(folder.glob(f"{lineage_stem(config.contract_in_effect())}.v*.yaml"))
+    if not earlier:
+        return config
+    archive = folder / f"archived-{datetime.now(UTC):%Y%m%dT%H%M%S}"
+    archive.mkdir()
+    for path in earlier:
+        path.rename(archive / path.name)
+    say(f"  an earlier demo's contract revisions moved to {archive}")
+    contract = str(config.contract_in_effect())
+    return config.model_copy(update={"data": config.data.model_copy(update={"contract": contract})})
+
+
 def follow_champion(config: ProjectConfig, base_url: str, say: Say, timeout: float = 120) -> None:
     """When a retrain moved the champion, wait until the service serves it (it re-reads
     the alias every ``serving.model_poll_seconds``), so the next year is its traffic."""
@@ -260,6 +328,8 @@ def say_plans(config: ProjectConfig, say: Say, within: int = 12) -> None:
 
 # -- what each yearly window showed ------------------------------------------------------
 
+# Who accepts the contract revisions the refused-traffic reviews propose.
+OPERATOR = "demo: simulated operator"
 # The monitors of gates/demo.yaml the window table shows, by name.
 REFUSED, RECEIVED, OUTPUTS, ESTIMATED, REALIZED = (
     "rejected-traffic",
@@ -317,18 +387,26 @@ def realized_summary_lines(points: list[tuple], production, target: str) -> list
     after the first retrain's champion took over (issue 29's measure of healing)."""
     import pandas as pd
 
-    lines = ["", "realized accuracy per year (labelled answered days), by the version serving:"]
-    lines.append(f"{'year ending':<12} {'version':>7} {'realized':>8} {'majority':>8}")
+    lines = ["", "realized accuracy per year (labelled answered days), by the version serving,"
+             " and the share of received requests the contract refused:"]  # fmt: skip
+    lines.append(
+        f"{'year ending':<12} {'version':>7} {'realized':>8} {'majority':>8} {'refused':>8}"
+    )
     dates = production["date"]
-    before, after, first = [], [], points[0][3] if points else None
+    before, after, first, refusals = [], [], points[0][3] if points else None, []
     for end, _, monitors, version in points:
         realized = (monitors.get(REALIZED) or {}).get("realized")
+        refused = (monitors.get(REFUSED) or {}).get("observed")
+        refusals.append(refused if isinstance(refused, float) else None)
         days = production[(dates >= (end - pd.Timedelta(days=365)).tz_localize(None))
                           & (dates < end.tz_localize(None))]  # fmt: skip
         share = float((days[target] == days[target].mode().iloc[0]).mean()) if len(days) else None
         shown = "-" if not isinstance(realized, float) else f"{realized:.3f}"
         majority = "-" if share is None else f"{share:.3f}"
-        lines.append(f"{end:%Y-%m-%d}   {'v' + str(version):>7} {shown:>8} {majority:>8}")
+        refused_shown = "-" if refusals[-1] is None else f"{refusals[-1]:.1%}"
+        lines.append(
+            f"{end:%Y-%m-%d}   {'v' + str(version):>7} {shown:>8} {majority:>8} {refused_shown:>8}"
+        )
         if isinstance(realized, float):
             (before if str(version) == str(first) else after).append(realized)
     served = ((f"served by the first champion v{first}", before),
@@ -339,6 +417,12 @@ def realized_summary_lines(points: list[tuple], production, target: str) -> list
                 f"mean realized accuracy {label}: {sum(values) / len(values):.3f} "
                 f"({len(values)} years)"
             )
+    last = [share for share in refusals[-5:] if share is not None]
+    if last:  # issue 29's other measure: the refused traffic comes down
+        lines.append(
+            f"refused share of the last {len(last)} years (mean of the yearly windows): "
+            f"{sum(last) / len(last):.1%}"
+        )
     return lines
 
 
