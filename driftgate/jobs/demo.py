@@ -156,7 +156,8 @@ def run_loop(config: ProjectConfig, config_arg: str | None, flows: DemoFlows, sa
             f"POST /feedback ({seconds:.0f} s with the checks)"
         )
         say_retrains(config, say)
-        for line in realized_summary_lines(points, production, data.target):
+        first_retrain = first_retrain_end(config)
+        for line in realized_summary_lines(points, production, data.target, first_retrain):
             say(f"  {line}")
 
         say("\n== 4. what the monitors did: open reviews ==")
@@ -381,10 +382,27 @@ def window_lines(window: dict) -> list[str]:
     return [row, *actions]
 
 
-def realized_summary_lines(points: list[tuple], production, target: str) -> list[str]:
-    """Realized accuracy per year with the version that served it and what always
-    answering the year's majority class would have scored; then the mean before and
-    after the first retrain's champion took over (issue 29's measure of healing)."""
+def first_retrain_end(config: ProjectConfig):
+    """The end of the window the first retrain answered (None without a retrain)."""
+    import pandas as pd
+
+    store = retrain_store(config)
+    try:
+        started = store.list(config.model.name)
+    finally:
+        store.close()
+    ends = [pd.Timestamp(retrain.window[1]) for retrain in started]
+    return min(ends) if ends else None
+
+
+def realized_summary_lines(
+    points: list[tuple], production, target: str, first_retrain=None
+) -> list[str]:
+    """Realized accuracy per year with the version that served it, what always
+    answering the year's majority class would have scored and the refused share; then
+    the mean before and after the first retrain's champion took over, the mean over
+    every year after the first retrain's window (``first_retrain``: its end) whatever
+    served it, and the refused share of the last five years (issue 29's measures)."""
     import pandas as pd
 
     lines = ["", "realized accuracy per year (labelled answered days), by the version serving,"
@@ -416,6 +434,18 @@ def realized_summary_lines(points: list[tuple], production, target: str) -> list
             lines.append(
                 f"mean realized accuracy {label}: {sum(values) / len(values):.3f} "
                 f"({len(values)} years)"
+            )
+    if first_retrain is not None:
+        later = [
+            realized
+            for (end, _, monitors, _) in points
+            if end > first_retrain
+            and isinstance(realized := (monitors.get(REALIZED) or {}).get("realized"), float)
+        ]
+        if later:
+            lines.append(
+                f"mean realized accuracy after the first retrain (its window ended "
+                f"{first_retrain:%Y-%m-%d}): {sum(later) / len(later):.3f} ({len(later)} years)"
             )
     last = [share for share in refusals[-5:] if share is not None]
     if last:  # issue 29's other measure: the refused traffic comes down

@@ -119,8 +119,12 @@ def test_the_realized_summary_prints_the_refused_share_and_its_last_five_years()
         )
         for i, share in enumerate(shares)
     ]
-    lines = realized_summary_lines(points, production, "rain")
+    lines = realized_summary_lines(points, production, "rain", pd.Timestamp("1985-01-01", tz="UTC"))
     assert any(line.startswith("1981-01-01") and line.endswith("50.0%") for line in lines)
+    assert (
+        "mean realized accuracy after the first retrain (its window ended 1985-01-01): "
+        "0.700 (2 years)" in lines
+    )
     assert any(line.startswith("1983-01-01") and line.endswith("-") for line in lines)
     # The last five windows: None, 0.1, 0.0, 0.05, 0.0 -> the four figures' mean.
     assert lines[-1] == "refused share of the last 4 years (mean of the yearly windows): 3.8%"
