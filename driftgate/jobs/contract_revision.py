@@ -99,14 +99,17 @@ def propose_for_window(config: ProjectConfig, start: object, end: object) -> Rev
     return propose_revision(contract, received, refusals, refused=refused)
 
 
-def proposal_evidence(config: ProjectConfig, start: object, end: object) -> list[str]:
-    """A review's evidence lines for the window's proposal: a head line, then the diff
-    (nothing when there is nothing to widen)."""
+def proposal_evidence(
+    config: ProjectConfig, start: object, end: object, review_id: str = "<review id>"
+) -> list[str]:
+    """Review ``review_id``'s evidence lines for the window's proposal: a head line
+    naming the command that accepts it, then the diff (nothing when there is nothing
+    to widen)."""
     revision = propose_for_window(config, start, end)
     if revision is None or not revision.changed:
         return []
     head, *diff = revision.diff_lines()
-    command = "driftgate contract revise --from-review <review id> --accept"
+    command = f"driftgate contract revise --from-review {review_id} --accept"
     return [f"{PROPOSAL_PREFIX} ({command}): {head}", *diff]
 
 

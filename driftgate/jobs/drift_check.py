@@ -989,7 +989,7 @@ def _propose_revision(config: ProjectConfig, reviews, verdict: WindowVerdict, re
     evidence (:mod:`driftgate.jobs.contract_revision`); what to say on the action. A
     proposal that cannot be built leaves the review as the action left it."""
     try:
-        lines = proposal_evidence(config, verdict.start, verdict.end)
+        lines = proposal_evidence(config, verdict.start, verdict.end, review_id)
         if lines:
             reviews.add_evidence(review_id, lines)
     except Exception as exc:  # the review is opened already: a proposal is a bonus

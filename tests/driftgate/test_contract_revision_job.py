@@ -80,7 +80,8 @@ def test_a_revision_is_shown_then_accepted_and_the_service_accepts_what_it_refus
                 monitor="rejected-traffic", metric="rejected_share", window_start=start,
                 window_end=end, observed=0.5, threshold=0.02, features=[], evidence=[],
             )  # fmt: skip
-            reviews.add_evidence(review.review.id, proposal_evidence(config, start, end))
+            lines = proposal_evidence(config, start, end, review.review.id)
+            reviews.add_evidence(review.review.id, lines)
         finally:
             reviews.close()
         review_id = review.review.id
@@ -88,6 +89,7 @@ def test_a_revision_is_shown_then_accepted_and_the_service_accepts_what_it_refus
         code, shown = cli("reviews", "show", review_id, "--config", str(path))
         assert code == 0, shown
         assert PROPOSAL_PREFIX in shown and "columns.sea_level_pressure.max: 0.81 -> " in shown
+        assert f"driftgate contract revise --from-review {review_id} --accept" in shown
 
         # Without --accept (and no terminal to ask on): shown, nothing written or tagged.
         code, proposed = cli(
