@@ -5,9 +5,11 @@ period one year at a time: replay the year in date order (with one injected faul
 sensor going silent), labels sent to ``POST /feedback`` a month of event time after
 their requests, then the drift-check flow on that year with the monitors of
 ``gates/demo.yaml`` (inputs, refused traffic, outputs, estimated and realized accuracy)
-→ reviews, a pause (a request gets 503, then resume) and one retrain judged by the
-promotion gate, whose new champion serves the years after → drift and performance
-over time (plots) → what the rules promise at a real service's traffic.
+→ reviews, a pause (a request gets 503, then resume), a simulated operator accepting
+the contract revision a refused-traffic review proposes (the service then accepts those
+records), and retrains judged by the promotion gate, whose new champion serves the
+years after → drift and performance over time (plots) → what the rules promise at a
+real service's traffic.
 
 The flows are passed in (:class:`DemoFlows`): jobs sit below Prefect in the layers, and
 the CLI, which may import both, wires them. Progress goes to ``say`` line by line;
