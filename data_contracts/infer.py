@@ -96,7 +96,7 @@ def _infer_column(
     if null_share == 0.0:
         spec["nullable"] = False
     else:
-        spec["max_null_share"] = min(1.0, _ceil_to(null_share * 1.5 + 0.01, 0.01))
+        spec["max_null_share"] = null_share_bound(null_share)
     distinct = values.nunique() if len(values) else 0
     if isinstance(series.dtype, pd.CategoricalDtype):
         # A pandas category declares its levels: all of them are the categories, however
@@ -109,7 +109,7 @@ def _infer_column(
     if dtype == "int" and 0 < distinct <= max_categories:
         spec["categories"] = sorted(int(v) for v in values.unique())
     elif dtype in ("float", "int") and len(values):
-        spec.update(_infer_range(values, dtype, margin, quantile))
+        spec.update(infer_range(values, dtype, margin, quantile))
     elif dtype == "string" and 0 < distinct <= max_categories:
         spec["categories"] = sorted(str(v) for v in values.unique())
     if dtype == "string" and len(values) > 1 and distinct == len(values):
@@ -132,7 +132,21 @@ def _infer_dtype(series: pd.Series) -> str:
     return "string"
 
 
-def _infer_range(values: pd.Series, dtype: str, margin: float, quantile: float) -> dict:
+def null_share_bound(null_share: float) -> float:
+    """The ``max_null_share`` inferred for a seen share of nulls: 1.5 times it plus one
+    point, rounded up to a whole percent (at most 1)."""
+    return min(1.0, _ceil_to(null_share * 1.5 + 0.01, 0.01))
+
+
+def infer_range(
+    values: pd.Series,
+    dtype: str,
+    margin: float = DEFAULT_MARGIN,
+    quantile: float = DEFAULT_QUANTILE,
+) -> dict:
+    """``min``/``max`` (and ``max_out_of_range_share`` when ``values`` has values
+    outside them) from the robust quantiles of ``values`` widened by ``margin`` of
+    their span (the module doc); empty when no value is finite."""
     numbers = values.to_numpy(dtype=np.float64)
     finite = numbers[np.isfinite(numbers)]
     if not len(finite):

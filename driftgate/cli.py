@@ -391,7 +391,48 @@ def reviews_list(
             f"breaches {review.breaches}  last window {first}..{last}"
         )
         features = ", ".join(review.features) or "-"
-        typer.echo(f"    features: {features}; evidence: {', '.join(review.evidence)}")
+        # A proposal's diff lines are for `reviews show`; its head line says there is one.
+        links = [item.split(" (", 1)[0] if item.startswith("contract revision proposed")
+                 else item for item in review.evidence if not item.startswith("  ")]  # fmt: skip
+        typer.echo(f"    features: {features}; evidence: {', '.join(links)}")
+
+
+@reviews_app.command("show")
+def reviews_show(
+    review_id: str = typer.Argument(..., help="Review id (rv-...)."),
+    config_path: Path | None = ConfigOption,
+) -> None:
+    """Show one review: its breach, windows and evidence, a proposed contract revision's
+    diff included (`driftgate contract revise --from-review ID` to act on it)."""
+    config = _load(config_path)
+    from driftgate.stores._sql import StoreError
+    from driftgate.stores.factories import review_store
+
+    store = review_store(config)
+    try:
+        review = store.get(review_id)
+    except StoreError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
+    finally:
+        store.close()
+    observed = "-" if review.observed is None else f"{review.observed:.4g}"
+    lines = [
+        f"review {review.id}: {review.status}, {review.model_name} v{review.model_version}",
+        f"  monitor {review.monitor}: {review.metric} {observed} (threshold "
+        f"{review.threshold:g}), {review.breaches} breaching windows",
+        f"  first window {review.first_window[0]}..{review.first_window[1]}",
+        f"  last window  {review.last_window[0]}..{review.last_window[1]}",
+        f"  features: {', '.join(review.features) or '-'}",
+        "  evidence:",
+        *(f"    {item}" for item in review.evidence),
+    ]
+    if review.resolved_at:
+        lines.append(
+            f"  resolved by {review.resolved_by} at {review.resolved_at}: {review.resolution}"
+        )
+    for line in lines:
+        typer.echo(line)
 
 
 @reviews_app.command("resolve")

@@ -60,7 +60,10 @@ def create_app(config: ProjectConfig, settings: ServingSettings | None = None) -
     ``serving`` section, else defaults). The admin token is read from the environment
     variable ``settings.admin_token_env`` when the app starts."""
     settings = settings or getattr(config, "serving", None) or ServingSettings()
-    contract_path = config.resolve(settings.contract) if settings.contract else config.data.contract
+    # serving.contract pins a file; otherwise the project's contract in effect, read
+    # again at each champion poll: a revision a person accepts is picked up live.
+    pinned = config.resolve(settings.contract) if settings.contract else None
+    contract_path = (lambda: pinned) if pinned else config.contract_in_effect
     metrics = ServiceMetrics()
 
     @contextlib.asynccontextmanager

@@ -10,17 +10,24 @@ The alias is resolved to a version first and that exact version is loaded
 (``models:/NAME/VERSION``): loading ``@champion`` directly could pick up a newer
 version than the one reported if the alias moved in between.
 
+The contract the requests are validated against is read again at each poll too
+(``contract``: the project's contract in effect, :mod:`driftgate.config.contract_files`):
+when a person accepted a revision, the current version's validator is rebuilt on the
+new file and swapped the same way, without reloading the model.
+
 Only :mod:`driftgate.registry` talks to MLflow; this module never moves an alias.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -96,8 +103,8 @@ def load_version(
 ) -> LoadedModel:
     """Load ``version`` through the registry adapter and score one row to warm it up.
 
-    ``make_checker`` gets the version's feature specs (names, kinds, categories);
-    ``settings.backend`` says what scores it (default: pyfunc)."""
+    ``make_checker`` gets the version's feature specs (names, kinds, categories) and
+    builds its validator; ``settings.backend`` says what scores it (default: pyfunc)."""
     specs = registry.version_feature_specs(tracking, model_name, version)
     features = [spec.name for spec in specs]
     task, classes = registry.version_outputs(tracking, model_name, version)
@@ -128,26 +135,31 @@ class ChampionWatcher:
     Args:
         tracking: Where the registry is.
         model_name: Registered model name.
-        make_checker: Builds the request validator for a version's feature specs.
+        make_checker: Builds the request validator for a version's feature specs
+            and a contract file (or None).
         poll_seconds: How often the alias is re-read.
         on_reload: Called with ``(outcome, version)`` after each load attempt
             (``"loaded"`` or ``"failed"``), e.g. for metrics.
         settings: The service's settings (``backend`` and its threads); default pyfunc.
+        contract: The contract file in effect now, asked at each poll (default: none).
     """
 
     def __init__(
         self,
         tracking: TrackingSettings,
         model_name: str,
-        make_checker: Callable[[list], RecordChecker],
+        make_checker: Callable[[list, Path | None], RecordChecker],
         poll_seconds: float,
         on_reload: Callable[[str, str], None] | None = None,
         settings: ServingSettings | None = None,
+        contract: Callable[[], Path | None] = lambda: None,
     ) -> None:
         self.tracking = tracking
         self.settings = settings or ServingSettings()
         self.model_name = model_name
         self.make_checker = make_checker
+        self.contract = contract
+        self.contract_path: Path | None = None  # the file the current validator follows
         self.poll_seconds = poll_seconds
         self.on_reload = on_reload or (lambda outcome, version: None)
         self.current: LoadedModel | None = None
@@ -157,7 +169,38 @@ class ChampionWatcher:
         self._thread: threading.Thread | None = None
 
     def refresh(self) -> bool:
-        """Re-read the alias and load a new champion if it moved; True if swapped."""
+        """Re-read the alias and load a new champion if it moved; True if swapped.
+        Then follow the contract in effect (:meth:`follow_contract`)."""
+        swapped = self._follow_alias()
+        self.follow_contract()
+        return swapped
+
+    def follow_contract(self) -> bool:
+        """Rebuild the current version's validator when the contract in effect is no
+        longer the one it was built on; True if swapped. A contract that fails to load
+        leaves the current validator in place (logged, tried again next poll)."""
+        try:
+            path = self.contract()
+        except Exception as exc:  # a folder that cannot be listed: keep serving
+            log.error("cannot read which contract is in effect: %s", exc)
+            return False
+        current = self.current
+        if current is None or path == self.contract_path:
+            return False
+        try:
+            checker = self.make_checker(list(current.specs), path)
+        except Exception as exc:
+            log.error("contract %s not applied, still validating with %s: %s",
+                      path, self.contract_path, redact_credentials(str(exc)))  # fmt: skip
+            return False
+        # A new LoadedModel, not a mutation: a request holds one whole model.
+        self.current = dataclasses.replace(current, checker=checker)
+        log.info("validating %s v%s requests with contract %s (was %s)",
+                 self.model_name, current.version, path, self.contract_path)  # fmt: skip
+        self.contract_path = path
+        return True
+
+    def _follow_alias(self) -> bool:
         try:
             version = registry.alias_version(
                 self.tracking, self.model_name, registry.CHAMPION_ALIAS
@@ -179,8 +222,13 @@ class ChampionWatcher:
         if version == self._failed_version:
             return False  # do not reload a broken version every poll; wait for a new one
         try:
+            path = self.contract()
             model = load_version(
-                self.tracking, self.model_name, version, self.make_checker, self.settings
+                self.tracking,
+                self.model_name,
+                version,
+                lambda specs: self.make_checker(specs, path),
+                self.settings,
             )
         except Exception as exc:
             self._failed_version = version
@@ -190,6 +238,7 @@ class ChampionWatcher:
             return False
         previous = self.current
         self.current = model  # the swap: one reference assignment
+        self.contract_path = path
         self._failed_version = None
         self.last_error = None
         log.info(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -116,10 +117,13 @@ def label_tokens(settings: ServingSettings, admin: str | None) -> dict[str, str 
 def open_service(
     config: ProjectConfig,
     settings: ServingSettings,
-    contract_path: Path | None,
+    contract_path: Callable[[], Path | None],
     metrics: ServiceMetrics,
 ) -> ServiceState:
-    """Open the stores, read the switch, load the champion, start the threads."""
+    """Open the stores, read the switch, load the champion, start the threads.
+
+    ``contract_path`` says which contract file is in effect now (None: none); the
+    champion watcher asks at each poll and rebuilds the validator when it changes."""
     model_name = config.model.name
     home = config.home_dir
     admin = admin_token(settings)
@@ -148,7 +152,8 @@ def open_service(
     champion = ChampionWatcher(
         config.tracking,
         model_name,
-        make_checker=lambda features: build_checker(features, contract_path),
+        make_checker=lambda features, contract: build_checker(features, contract),
+        contract=contract_path,
         poll_seconds=settings.model_poll_seconds,
         on_reload=on_reload,
         settings=settings,

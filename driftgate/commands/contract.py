@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 contract_app = typer.Typer(
     name="contract",
-    help="Data contracts: infer one from data, validate data against one.",
+    help="Data contracts: infer one from data, validate data against one, revise one.",
     no_args_is_help=True,
     add_completion=False,
 )
@@ -157,3 +157,49 @@ def validate_command(
         report.write_text(text, encoding="utf-8")
     if not result.passed:
         raise typer.Exit(code=EXIT_FAILED)
+
+
+@contract_app.command("revise")
+def revise_command(
+    from_review: str = typer.Option(
+        ...,
+        "--from-review",
+        help="The review (rv-...) whose latest window's traffic to revise for.",
+    ),
+    accept: bool = typer.Option(
+        False, "--accept", help="Write the revision without asking (else asked on a terminal)."
+    ),
+    by: str | None = typer.Option(None, "--by", help="Who accepts (default: your user)."),
+    config_path: Path | None = _ConfigOption,
+) -> None:
+    """Show the contract revision a review's refused traffic asks for; with --accept
+    (or a yes on a terminal) write it as the contract's next version, tag the champion
+    and resolve the review. Without either, nothing changes."""
+    import getpass
+    import sys
+
+    from driftgate.jobs.contract_revision import accept_revision, propose_for_review
+    from driftgate.stores._sql import StoreError
+
+    project = _project(config_path, needed=True)
+    try:
+        review, revision = propose_for_review(project, from_review)
+    except StoreError as exc:  # no such review
+        raise _fail_usage(str(exc)) from None
+    for line in revision.diff_lines():
+        typer.echo(line)
+    if not revision.changed:
+        return
+    if not accept:
+        if not sys.stdin.isatty():
+            typer.echo("nothing changed: --accept writes this revision")
+            return
+        if not typer.confirm(f"write contract v{revision.revised.version}?", default=False):
+            typer.echo("nothing changed")
+            return
+    accepted = accept_revision(project, review.id, by=by or f"cli:{getpass.getuser()}")
+    tagged = f"; champion v{accepted.champion} tagged" if accepted.champion else ""
+    typer.echo(
+        f"wrote {accepted.path} (contract v{accepted.revision.revised.version}){tagged}; "
+        f"review {review.id} resolved. The service applies it at its next champion poll."
+    )

@@ -10,6 +10,7 @@ created until a command needs it.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 from collections.abc import Mapping
@@ -19,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from driftgate.config.contract_files import contract_in_effect, revisions_dir
 from driftgate.config.serving import ServingSettings
 from driftgate.core.yamlconfig import (
     ConfigError,
@@ -246,6 +248,8 @@ class ProjectConfig(StrictModel):
 
     # Filled in by load_config, not read from YAML.
     root: Path = Field(default=Path("."), exclude=True)
+    # data.contract as configured; data.contract itself is the revision in effect.
+    contract_lineage: str | None = Field(default=None, exclude=True)
     train: TrainParams = Field(default_factory=TrainParams, exclude=True)
 
     @property
@@ -255,6 +259,28 @@ class ProjectConfig(StrictModel):
     def resolve(self, path: str | Path) -> Path:
         path = Path(path)
         return path if path.is_absolute() else (self.root / path).resolve()
+
+    @property
+    def contract_revisions_dir(self) -> Path | None:
+        """Where accepted revisions of ``data.contract`` are written and read
+        (:mod:`driftgate.config.contract_files`); None without a contract."""
+        base = self.contract_lineage or self.data.contract
+        if base is None:
+            return None
+        # Found without importing the package (it imports pandas): every command loads
+        # the config.
+        spec = importlib.util.find_spec("driftgate.data_contracts")
+        locations = list(spec.submodule_search_locations or []) if spec else []
+        packaged = Path(locations[0]) if locations else None
+        return revisions_dir(self.resolve(base), self.home_dir, packaged)
+
+    def contract_in_effect(self) -> Path | None:
+        """``data.contract`` or its newest accepted revision, read now (a person may
+        have accepted one since this config was loaded)."""
+        base = self.contract_lineage or self.data.contract
+        if base is None:
+            return None
+        return contract_in_effect(self.resolve(base), self.contract_revisions_dir)
 
 
 class _ParamsFile(BaseModel):
@@ -397,6 +423,11 @@ def load_config(path: Path | str | None = None) -> ProjectConfig:
         config.data = config.data.model_copy(update={"contract": str(contract_path)})
     elif config.data.is_demo:
         config.data = config.data.model_copy(update={"contract": str(rainfall_contract_path())})
+    if config.data.contract is not None:
+        # The newest revision a person accepted is the contract in effect (everything
+        # reads data.contract: training, the gate, the drift check, retrains, serving).
+        config.contract_lineage = config.data.contract
+        config.data = config.data.model_copy(update={"contract": str(config.contract_in_effect())})
 
     if config.gates is not None:
         gates_path = config.resolve(config.gates)

@@ -5,9 +5,11 @@ period one year at a time: replay the year in date order (with one injected faul
 sensor going silent), labels sent to ``POST /feedback`` a month of event time after
 their requests, then the drift-check flow on that year with the monitors of
 ``gates/demo.yaml`` (inputs, refused traffic, outputs, estimated and realized accuracy)
-→ reviews, a pause (a request gets 503, then resume) and one retrain judged by the
-promotion gate, whose new champion serves the years after → drift and performance
-over time (plots) → what the rules promise at a real service's traffic.
+→ reviews, a pause (a request gets 503, then resume), a simulated operator accepting
+the contract revision a refused-traffic review proposes (the service then accepts those
+records), and retrains judged by the promotion gate, whose new champion serves the
+years after → drift and performance over time (plots) → what the rules promise at a
+real service's traffic.
 
 The flows are passed in (:class:`DemoFlows`): jobs sit below Prefect in the layers, and
 the CLI, which may import both, wires them. Progress goes to ``say`` line by line;
@@ -62,6 +64,7 @@ def training_summary_lines(summary: dict) -> list[str]:
 
 def run_demo(config: ProjectConfig, config_arg: str | None, flows: DemoFlows, say: Say) -> bool:
     """Run the loop; False when the promotion gate failed (nothing after it runs)."""
+    config = archive_revisions(config, say)
     say("== 1. train flow → validate-and-promote (Prefect local mode) ==")
     summary = flows.train(config_path=config_arg, promote=True)
     for line in training_summary_lines(summary):
@@ -141,6 +144,8 @@ def run_loop(config: ProjectConfig, config_arg: str | None, flows: DemoFlows, sa
                 if paused_now(config):
                     show_pause_and_resume(config, base_url, data, say)
                     replay.fault_fixed = True
+                for line in accept_proposed_revisions(config, base_url):
+                    say(f"{'':<26}{line}")
                 follow_champion(config, base_url, say)
                 end += pd.Timedelta(days=365)
         finally:
@@ -153,7 +158,8 @@ def run_loop(config: ProjectConfig, config_arg: str | None, flows: DemoFlows, sa
             f"POST /feedback ({seconds:.0f} s with the checks)"
         )
         say_retrains(config, say)
-        for line in realized_summary_lines(points, production, data.target):
+        first_retrain = first_retrain_end(config)
+        for line in realized_summary_lines(points, production, data.target, first_retrain):
             say(f"  {line}")
 
         say("\n== 4. what the monitors did: open reviews ==")
@@ -222,6 +228,71 @@ def show_pause_and_resume(config: ProjectConfig, base_url: str, data, say: Say) 
     say(f"{'':<26}sensor fixed, `driftgate resume`: HTTP {restored.status_code}")
 
 
+def accept_proposed_revisions(config: ProjectConfig, base_url: str, timeout: float = 120):
+    """The simulated operator: every open review of the refused-traffic monitor that
+    carries a contract revision proposal is accepted, through the function behind
+    ``driftgate contract revise --from-review ID --accept``; then wait until the service
+    validates with the new file. Yields what happened, line by line."""
+    import httpx
+
+    from driftgate.jobs.contract_revision import PROPOSAL_PREFIX, RevisionError, accept_revision
+
+    reviews = review_store(config)
+    try:
+        proposed = [
+            review
+            for review in reviews.list(model_name=config.model.name, status="open")
+            if review.monitor == REFUSED
+            and any(item.startswith(PROPOSAL_PREFIX) for item in review.evidence)
+        ]
+    finally:
+        reviews.close()
+    for review in proposed:
+        try:
+            accepted = accept_revision(config, review.id, by=OPERATOR)
+        except RevisionError as exc:
+            yield f"operator, review {review.id}: {exc}"
+            continue
+        yield (
+            f"operator accepts review {review.id}'s contract revision -> "
+            f"{accepted.path.name} (`driftgate contract revise --from-review {review.id} "
+            "--accept`):"
+        )
+        for line in accepted.revision.diff_lines()[1:]:
+            yield f"  {line.strip()}"
+        deadline = time.monotonic() + timeout
+        while httpx.get(f"{base_url}/readyz", timeout=10).json().get("contract") != (
+            accepted.path.name
+        ):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the service did not apply {accepted.path} in {timeout} s")
+            time.sleep(0.5)
+        yield f"  the service now validates requests with {accepted.path.name} (no restart)"
+
+
+def archive_revisions(config: ProjectConfig, say: Say) -> ProjectConfig:
+    """Move the contract revisions an earlier demo accepted out of the way (into
+    ``contracts/archived-<time>/``), so this run starts from the shipped contract and
+    its operator accepts its own; the config with the contract in effect again."""
+    from datetime import UTC, datetime
+
+    from driftgate.config.contract_files import lineage_stem
+
+    folder = config.contract_revisions_dir
+    if folder is None or not folder.is_dir():
+        return config
+    earlier = sorted(folder.glob(f"{lineage_stem(config.contract_in_effect())}.v*.yaml"))
+    if not earlier:
+        return config
+    archive = folder / f"archived-{datetime.now(UTC):%Y%m%dT%H%M%S}"
+    archive.mkdir()
+    for path in earlier:
+        path.rename(archive / path.name)
+    say(f"  an earlier demo's contract revisions moved to {archive}")
+    contract = str(config.contract_in_effect())
+    return config.model_copy(update={"data": config.data.model_copy(update={"contract": contract})})
+
+
 def follow_champion(config: ProjectConfig, base_url: str, say: Say, timeout: float = 120) -> None:
     """When a retrain moved the champion, wait until the service serves it (it re-reads
     the alias every ``serving.model_poll_seconds``), so the next year is its traffic."""
@@ -260,6 +331,8 @@ def say_plans(config: ProjectConfig, say: Say, within: int = 12) -> None:
 
 # -- what each yearly window showed ------------------------------------------------------
 
+# Who accepts the contract revisions the refused-traffic reviews propose.
+OPERATOR = "demo: simulated operator"
 # The monitors of gates/demo.yaml the window table shows, by name.
 REFUSED, RECEIVED, OUTPUTS, ESTIMATED, REALIZED = (
     "rejected-traffic",
@@ -311,24 +384,49 @@ def window_lines(window: dict) -> list[str]:
     return [row, *actions]
 
 
-def realized_summary_lines(points: list[tuple], production, target: str) -> list[str]:
-    """Realized accuracy per year with the version that served it and what always
-    answering the year's majority class would have scored; then the mean before and
-    after the first retrain's champion took over (issue 29's measure of healing)."""
+def first_retrain_end(config: ProjectConfig):
+    """The end of the window the first retrain answered (None without a retrain)."""
     import pandas as pd
 
-    lines = ["", "realized accuracy per year (labelled answered days), by the version serving:"]
-    lines.append(f"{'year ending':<12} {'version':>7} {'realized':>8} {'majority':>8}")
+    store = retrain_store(config)
+    try:
+        started = store.list(config.model.name)
+    finally:
+        store.close()
+    ends = [pd.Timestamp(retrain.window[1]) for retrain in started]
+    return min(ends) if ends else None
+
+
+def realized_summary_lines(
+    points: list[tuple], production, target: str, first_retrain=None
+) -> list[str]:
+    """Realized accuracy per year with the version that served it, what always
+    answering the year's majority class would have scored and the refused share; then
+    the mean before and after the first retrain's champion took over, the mean over
+    every year after the first retrain's window (``first_retrain``: its end) whatever
+    served it, and the refused share of the last five years (issue 29's measures)."""
+    import pandas as pd
+
+    lines = ["", "realized accuracy per year (labelled answered days), by the version serving,"
+             " and the share of received requests the contract refused:"]  # fmt: skip
+    lines.append(
+        f"{'year ending':<12} {'version':>7} {'realized':>8} {'majority':>8} {'refused':>8}"
+    )
     dates = production["date"]
-    before, after, first = [], [], points[0][3] if points else None
+    before, after, first, refusals = [], [], points[0][3] if points else None, []
     for end, _, monitors, version in points:
         realized = (monitors.get(REALIZED) or {}).get("realized")
+        refused = (monitors.get(REFUSED) or {}).get("observed")
+        refusals.append(refused if isinstance(refused, float) else None)
         days = production[(dates >= (end - pd.Timedelta(days=365)).tz_localize(None))
                           & (dates < end.tz_localize(None))]  # fmt: skip
         share = float((days[target] == days[target].mode().iloc[0]).mean()) if len(days) else None
         shown = "-" if not isinstance(realized, float) else f"{realized:.3f}"
         majority = "-" if share is None else f"{share:.3f}"
-        lines.append(f"{end:%Y-%m-%d}   {'v' + str(version):>7} {shown:>8} {majority:>8}")
+        refused_shown = "-" if refusals[-1] is None else f"{refusals[-1]:.1%}"
+        lines.append(
+            f"{end:%Y-%m-%d}   {'v' + str(version):>7} {shown:>8} {majority:>8} {refused_shown:>8}"
+        )
         if isinstance(realized, float):
             (before if str(version) == str(first) else after).append(realized)
     served = ((f"served by the first champion v{first}", before),
@@ -339,6 +437,24 @@ def realized_summary_lines(points: list[tuple], production, target: str) -> list
                 f"mean realized accuracy {label}: {sum(values) / len(values):.3f} "
                 f"({len(values)} years)"
             )
+    if first_retrain is not None:
+        later = [
+            realized
+            for (end, _, monitors, _) in points
+            if end > first_retrain
+            and isinstance(realized := (monitors.get(REALIZED) or {}).get("realized"), float)
+        ]
+        if later:
+            lines.append(
+                f"mean realized accuracy after the first retrain (its window ended "
+                f"{first_retrain:%Y-%m-%d}): {sum(later) / len(later):.3f} ({len(later)} years)"
+            )
+    last = [share for share in refusals[-5:] if share is not None]
+    if last:  # issue 29's other measure: the refused traffic comes down
+        lines.append(
+            f"refused share of the last {len(last)} years (mean of the yearly windows): "
+            f"{sum(last) / len(last):.1%}"
+        )
     return lines
 
 

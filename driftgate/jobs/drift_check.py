@@ -45,6 +45,7 @@ from driftgate import registry
 from driftgate.config import ProjectConfig
 from driftgate.core.yamlconfig import ConfigError
 from driftgate.gates.config import GateConfig
+from driftgate.jobs.contract_revision import REFUSED_METRIC, proposal_evidence
 from driftgate.jobs.retrain import Launcher, start_retrain
 from driftgate.jobs.steps import StepRunner, call_step
 from driftgate.monitors.actions import ActionPorts, ActionRequest, ActionTaken, take_action
@@ -978,6 +979,8 @@ def act(
                     evidence=[*evidence, concentration] if concentration else evidence,
                 )
                 taken = take_action(action, request, ports)
+                if result.metric == REFUSED_METRIC and taken.changed and taken.review_id:
+                    taken.detail += _propose_revision(config, reviews, verdict, taken.review_id)
                 if webhook and taken.changed:
                     failure = _post(webhook, request, action, taken.review_id)
                     taken.detail += f"; {failure}" if failure else "; webhook posted"
@@ -987,6 +990,25 @@ def act(
             state.close()
     (verdict.report_dir / "summary.md").write_text(verdict.markdown())
     return verdict
+
+
+def _propose_revision(config: ProjectConfig, reviews, verdict: WindowVerdict, review_id: str):
+    """Add the contract revision the window's refused traffic asks for to the review's
+    evidence (:mod:`driftgate.jobs.contract_revision`); what to say on the action. A
+    proposal that cannot be built leaves the review as the action left it."""
+    try:
+        lines = proposal_evidence(config, verdict.start, verdict.end, review_id)
+        if lines:
+            reviews.add_evidence(review_id, lines)
+    except Exception as exc:  # the review is opened already: a proposal is a bonus
+        log.warning("no contract revision proposed on review %s: %s", review_id, exc)
+        return f"; no contract revision proposed ({exc})"
+    if not lines:
+        return "; no contract revision to propose"
+    return (
+        f"; contract revision proposed ({len(lines) - 1} changes: driftgate contract revise "
+        f"--from-review {review_id})"
+    )
 
 
 def _pause(config: ProjectConfig, model_name: str, **why):

@@ -288,11 +288,12 @@ def _iter_rejected(
 ) -> Iterator[pd.DataFrame]:
     """Rejected records of the window in time order, in chunks: the stored features
     (as :meth:`SqlSampleStore.iter_window` decodes them) and rule, field, raw_value,
-    request_id, record_index, timestamp."""
+    reasons (every broken field and rule, as JSON ``[[field, rule], ...]``), request_id,
+    record_index, timestamp."""
     t = rejected_table
     query = (
         select(t.c.ts_us, t.c.request_id, t.c.record_index, t.c.schema_id, t.c.numbers,
-               t.c.others, t.c.rule, t.c.field, t.c.raw_value)
+               t.c.others, t.c.rule, t.c.field, t.c.raw_value, t.c.reasons)
         .where(t.c.ts_us >= _to_us(start), t.c.ts_us < _to_us(end))
         .order_by(t.c.ts_us, t.c.id)
     )  # fmt: skip
@@ -318,7 +319,7 @@ def _iter_rejected(
             )  # fmt: skip
             tail = pd.DataFrame(
                 {"rule": list(columns[6]), "field": list(columns[7]),
-                 "raw_value": list(columns[8])}
+                 "raw_value": list(columns[8]), "reasons": list(columns[9])}
             )  # fmt: skip
             yield pd.concat([meta, features, tail], axis=1)
 

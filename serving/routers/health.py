@@ -33,6 +33,9 @@ async def readyz(svc: Service):
         "model_name": svc.model_name,
         "model_version": model.version if model else None,
         "backend": svc.settings.backend,
+        # The contract file requests are validated against (its name: an accepted
+        # revision shows here once the watcher applied it).
+        "contract": svc.champion.contract_path.name if svc.champion.contract_path else None,
         "paused": svc.pause.current().paused,
         "problems": problems,
         # Still ready on the old version when the alias names one that cannot be loaded

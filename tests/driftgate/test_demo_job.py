@@ -97,3 +97,34 @@ def test_the_realized_summary_splits_years_by_the_version_serving():
     assert any(line.startswith("1982-01-01") and "v2" in line and "0.800" in line for line in lines)
     assert "mean realized accuracy served by the first champion v1: 0.500 (1 years)" in lines
     assert "mean realized accuracy served by retrained champions: 0.800 (1 years)" in lines
+
+
+def test_the_realized_summary_prints_the_refused_share_and_its_last_five_years():
+    """Issue 29's second measure: the refused share per year, and its mean over the
+    last five yearly windows (a year without the monitor's figure is left out)."""
+    import pandas as pd
+
+    from driftgate.jobs.demo import REALIZED, REFUSED, realized_summary_lines
+
+    dates = pd.Series(pd.date_range("1980-01-01", periods=7 * 365, freq="D"))
+    production = pd.DataFrame({"date": dates, "rain": 0})
+    shares = [0.5, 0.4, None, 0.1, 0.0, 0.05, 0.0]
+    points = [
+        (
+            pd.Timestamp(f"{1981 + i}-01-01", tz="UTC"),
+            {},
+            {REALIZED: {"realized": 0.7}}
+            | ({} if share is None else {REFUSED: {"observed": share}}),
+            "1",
+        )
+        for i, share in enumerate(shares)
+    ]
+    lines = realized_summary_lines(points, production, "rain", pd.Timestamp("1985-01-01", tz="UTC"))
+    assert any(line.startswith("1981-01-01") and line.endswith("50.0%") for line in lines)
+    assert (
+        "mean realized accuracy after the first retrain (its window ended 1985-01-01): "
+        "0.700 (2 years)" in lines
+    )
+    assert any(line.startswith("1983-01-01") and line.endswith("-") for line in lines)
+    # The last five windows: None, 0.1, 0.0, 0.05, 0.0 -> the four figures' mean.
+    assert lines[-1] == "refused share of the last 4 years (mean of the yearly windows): 3.8%"

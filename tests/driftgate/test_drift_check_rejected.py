@@ -17,7 +17,9 @@ from driftgate import registry
 from driftgate.config.serving import ServingSettings
 from driftgate.gates.config import load_gate_config
 from driftgate.jobs import drift_check as job
+from driftgate.jobs.contract_revision import PROPOSAL_PREFIX
 from driftgate.monitors.rules import Monitor
+from driftgate.stores.factories import review_store
 from tests.conftest import mlflow_client
 from tests.driftgate.stores.conftest import _postgres_database
 from tests.serving.conftest import ThreadedService, admin_headers, wait_for
@@ -145,6 +147,19 @@ def test_rejected_share_fires_where_the_contract_refuses_the_shifted_pressure(re
         assert by_name[name].observed == pytest.approx(expected, rel=1e-6), name
     assert {"rejected", "rejected-pressure", "rejected-range"} <= set(shifted.breached)
     assert [a.monitor for a in shifted.actions if a.action == "open_review"]
+    # Each refused-traffic review carries the contract revision the window asks for
+    # (issue 29): both pressure bounds, since the refused pressures lie in both tails.
+    taken = {a.monitor: a for a in shifted.actions}
+    assert "contract revision proposed" in taken["rejected"].detail
+    reviews = review_store(config)
+    try:
+        evidence = reviews.get(taken["rejected"].review_id).evidence
+    finally:
+        reviews.close()
+    (head,) = [item for item in evidence if item.startswith(PROPOSAL_PREFIX)]
+    assert "contract 'rainfall' v1 -> v2" in head
+    changed = {item.split(":")[0].strip() for item in evidence if item.startswith("  columns.")}
+    assert changed == {"columns.sea_level_pressure.min", "columns.sea_level_pressure.max"}
 
 
 def test_error_share_and_latency_fire_on_a_paused_month_served_over_http(replayed):

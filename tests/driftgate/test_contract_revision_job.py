@@ -1,0 +1,157 @@
+"""Contract revision with a person in the loop (issue 29), end to end: a real service
+refuses records past the contract's sea-level pressure range; a review of the refused
+traffic carries the proposed revision; ``driftgate contract revise --from-review ID``
+shows it and changes nothing; with ``--accept`` it writes the next contract version
+and tags the champion, and the running service then accepts what it refused, over
+real HTTP, without a restart."""
+
+from __future__ import annotations
+
+import shutil
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from driftgate import registry
+from driftgate.cli import app
+from driftgate.config import load_config
+from driftgate.data_contracts import Contract
+from driftgate.jobs.contract_revision import CONTRACT_TAG, PROPOSAL_PREFIX, proposal_evidence
+from driftgate.stores.factories import review_store
+from tests.conftest import REPO_ROOT, mlflow_client
+from tests.serving.conftest import ThreadedService, records_of, wait_for
+
+runner = CliRunner()
+SHIFT = 2.0  # added to sea-level pressure: past the contract's max of 0.81
+REFUSED, SERVED = 30, 30
+
+
+@pytest.fixture
+def project(trained_model, project_dir, tmp_path):
+    """The shared project's config and model with a home of this test's own, served
+    with the champion polled every 0.2 s."""
+    text = (project_dir / "driftgate.yaml").read_text()
+    text = text.replace("home: state", f"home: {tmp_path / 'home'}")
+    text = text.replace("params: params.yaml", f"params: {project_dir / 'params.yaml'}")
+    text = text.replace("gates: gates/gates.yaml", f"gates: {project_dir / 'gates/gates.yaml'}")
+    text = text.replace("  port: 8765", "  port: 8765\n  model_poll_seconds: 0.2")
+    assert "model_poll_seconds: 0.2" in text and str(tmp_path) in text
+    path = tmp_path / "driftgate.yaml"
+    path.write_text(text)
+    config = load_config(path)
+    version = trained_model.outcome.registered.version
+    mlflow_client(config.tracking.uri).set_registered_model_alias(
+        config.model.name, registry.CHAMPION_ALIAS, version
+    )
+    return path, config, version
+
+
+def cli(*args: str):
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.output
+
+
+def test_a_revision_is_shown_then_accepted_and_the_service_accepts_what_it_refused(
+    project, trained_model
+):
+    path, config, version = project
+    rows = trained_model.data.splits.test[list(trained_model.data.features)]
+    good = records_of(rows.reset_index(drop=True), 0, REFUSED + SERVED)
+    shifted = [{**r, "sea_level_pressure": r["sea_level_pressure"] + SHIFT} for r in good]
+    shifted = [r for r in shifted if r["sea_level_pressure"] > 0.81][:REFUSED]
+    contract_path = config.contract_in_effect()
+    assert contract_path.name == "rainfall.yaml"
+    with ThreadedService(config, config.serving) as service:
+        post = service.client.post
+        start = pd.Timestamp.now(tz="UTC") - pd.Timedelta(minutes=5)
+        for record in shifted:
+            assert post("/predict", json={"records": [record]}).status_code == 422
+        for record in good[:SERVED]:
+            assert post("/predict", json={"records": [record]}).status_code == 200
+        end = pd.Timestamp.now(tz="UTC") + pd.Timedelta(minutes=5)
+
+        # What the drift check adds to the refused-traffic monitor's review.
+        reviews = review_store(config)
+        try:
+            wait_for(lambda: len(proposal_evidence(config, start, end)) > 1, what="the samples")
+            review = reviews.open_or_update(
+                model_name=config.model.name, model_version=version,
+                monitor="rejected-traffic", metric="rejected_share", window_start=start,
+                window_end=end, observed=0.5, threshold=0.02, features=[], evidence=[],
+            )  # fmt: skip
+            lines = proposal_evidence(config, start, end, review.review.id)
+            reviews.add_evidence(review.review.id, lines)
+        finally:
+            reviews.close()
+        review_id = review.review.id
+
+        code, shown = cli("reviews", "show", review_id, "--config", str(path))
+        assert code == 0, shown
+        assert PROPOSAL_PREFIX in shown and "columns.sea_level_pressure.max: 0.81 -> " in shown
+        assert f"driftgate contract revise --from-review {review_id} --accept" in shown
+
+        # Without --accept (and no terminal to ask on): shown, nothing written or tagged.
+        code, proposed = cli(
+            "contract", "revise", "--from-review", review_id, "--config", str(path)
+        )
+        assert code == 0, proposed
+        assert "columns.sea_level_pressure.max: 0.81 -> " in proposed
+        assert "nothing changed" in proposed
+        assert sorted(p.name for p in config.contract_revisions_dir.glob("*.yaml")) == []
+        assert CONTRACT_TAG not in registry_tags(config, version)
+        assert post("/predict", json={"records": shifted[:1]}).status_code == 422
+
+        code, accepted = cli(
+            "contract", "revise", "--from-review", review_id, "--accept", "--by", "tester",
+            "--config", str(path),
+        )  # fmt: skip
+        assert code == 0, accepted
+        written = config.contract_revisions_dir / "rainfall.v2.yaml"
+        assert f"wrote {written}" in accepted
+        revised = Contract.load(written)
+        assert revised.version == 2 and revised.columns["sea_level_pressure"].max > max(
+            r["sea_level_pressure"] for r in shifted
+        )
+        assert Contract.load(contract_path).version == 1  # the old version is kept
+        assert registry_tags(config, version)[CONTRACT_TAG] == "rainfall v2"
+        assert load_config(path).data.contract == str(written)  # in effect for every reader
+
+        # The running service follows the contract in effect at its next poll.
+        wait_for(lambda: service.client.get("/readyz").json()["contract"] == written.name,
+                 what="the service to apply the revision")  # fmt: skip
+        answered = post("/predict", json={"records": shifted})
+        assert answered.status_code == 200, answered.text
+        assert len(answered.json()["probabilities"]) == len(shifted)
+
+    reviews = review_store(config)
+    try:
+        resolved = reviews.get(review_id)
+    finally:
+        reviews.close()
+    assert resolved.status == "resolved" and resolved.resolved_by == "tester"
+    assert str(written) in resolved.resolution
+    # Accepted once: the same review proposes nothing more against the new version.
+    code, again = cli("contract", "revise", "--from-review", review_id, "--config", str(path))
+    assert code == 0 and "nothing to widen" in again, again
+
+
+def registry_tags(config, version: str) -> dict:
+    model = mlflow_client(config.tracking.uri).get_model_version(config.model.name, version)
+    return dict(model.tags)
+
+
+def test_an_unknown_review_is_a_one_line_usage_error(project):
+    path, _, _ = project
+    code, output = cli("contract", "revise", "--from-review", "rv-nope", "--config", str(path))
+    assert code == 2 and output.strip().startswith("error: ") and "rv-nope" in output
+    assert "Traceback" not in output
+
+
+def test_the_packaged_contract_is_never_written_beside(project):
+    """The demo's contract ships in the package: its revisions go to the home."""
+    _, config, _ = project
+    assert config.contract_revisions_dir == config.home_dir / "contracts"
+    assert shutil.os.path.samefile(
+        config.contract_in_effect(), REPO_ROOT / "data_contracts" / "rainfall.yaml"
+    )
