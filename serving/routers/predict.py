@@ -237,11 +237,15 @@ async def _store(svc, samples: list[Sample], request_id: str) -> StoreFailure | 
     if problem := svc.watch.sample_problem:  # known now: do not queue behind it
         return _failure(f"sample store unavailable: it cannot take writes ({problem})")
     try:
-        committed = svc.writer.submit(samples)
+        committed = svc.writer.submit_async(samples)
     except (WriterOverloaded, WriterClosed) as exc:
         return error_response(503, f"not accepting samples: {exc}", request_id)
+    # A timer rather than asyncio.wait_for, which wraps the future in a task's worth of
+    # callbacks on every request; giving up fails the future, so an untaken request is
+    # then left out of the commit (see GroupCommitWriter.submit_async).
+    timer = asyncio.get_running_loop().call_later(COMMIT_TIMEOUT_SECONDS, _give_up, committed)
     try:
-        await asyncio.wait_for(asyncio.wrap_future(committed), COMMIT_TIMEOUT_SECONDS)
+        await committed
     except DuplicateRequestIds:
         return _reused_id(request_id)
     except StoreReplaced:
@@ -250,7 +254,7 @@ async def _store(svc, samples: list[Sample], request_id: str) -> StoreFailure | 
             "sample store unavailable: it is no longer the store this service opened "
             "(deleted or replaced); restart the service"
         )
-    except TimeoutError:
+    except _CommitTimeout:
         error_id = new_error_id()
         log.error("error %s: request %s: no commit within %g s", error_id, request_id,
                   COMMIT_TIMEOUT_SECONDS)  # fmt: skip
@@ -263,7 +267,18 @@ async def _store(svc, samples: list[Sample], request_id: str) -> StoreFailure | 
         error_id = new_error_id()
         log.error("error %s: request %s not stored: %s", error_id, request_id, describe_error(exc))
         return _failure(f"sample store unavailable (error id {error_id})", error_id)
+    finally:
+        timer.cancel()
     return None
+
+
+class _CommitTimeout(Exception):
+    """The handler stopped waiting for its commit (COMMIT_TIMEOUT_SECONDS)."""
+
+
+def _give_up(committed: asyncio.Future) -> None:
+    if not committed.done():
+        committed.set_exception(_CommitTimeout())
 
 
 def _reused_id(request_id: str) -> Response:
