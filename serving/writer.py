@@ -18,9 +18,10 @@ If the thread dies anyway, :attr:`alive` turns false and ``/healthz`` fails, so 
 liveness probe restarts the process.
 
 The hand-off is lean, because every request pays it on the event loop: a request is
-appended to a deque (atomic under the GIL; no lock per request) and the writer thread
-is woken only when it sleeps idle. Once it has a request it sleeps ``max_wait_seconds``
-and then takes everything queued, rather than waking for each request as it arrives.
+put on a ``queue.SimpleQueue`` (C; it takes no lock per request, and signals only a
+writer that sleeps waiting for work). Once the writer has a request it sleeps
+``max_wait_seconds`` and then takes everything queued, rather than waking for each
+request as it arrives.
 The service's handler waits on an ``asyncio`` future (:meth:`GroupCommitWriter.
 submit_async`): after a commit, the writer settles all of its batch's futures with one
 call into their event loop, instead of one cross-thread wake-up per request.
@@ -36,9 +37,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import queue
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, InvalidStateError
 
@@ -109,10 +110,7 @@ class GroupCommitWriter:
         self.max_batch_samples = max_batch_samples
         self.max_wait_seconds = max_wait_seconds
         self.max_pending_requests = max_pending_requests
-        # deque.append and popleft are atomic under the GIL: the hand-off takes no lock.
-        self._queue: deque = deque()
-        self._wake = threading.Event()  # set only while the writer sleeps idle
-        self._idle = False
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._on_commit = on_commit or (lambda requests, samples, seconds: None)
         self._on_error = on_error or (lambda exc: None)
         self._closed = threading.Event()
@@ -128,7 +126,7 @@ class GroupCommitWriter:
         return self._thread.is_alive()
 
     def pending(self) -> int:
-        return len(self._queue)
+        return self._queue.qsize()
 
     def submit(self, samples: Sequence[Sample]) -> Future:
         """Queue ``samples``; the future resolves (to the batch size) once they are durable."""
@@ -148,13 +146,11 @@ class GroupCommitWriter:
     def _enqueue(self, pending: _Pending) -> None:
         if self._closed.is_set() or not self._started:
             raise WriterClosed("the sample writer is not running")
-        if len(self._queue) >= self.max_pending_requests:
+        if self._queue.qsize() >= self.max_pending_requests:
             raise WriterOverloaded(
                 f"{self.max_pending_requests} requests already wait for the sample store"
             )
-        self._queue.append(pending)
-        if self._idle:  # read after the append: see _wait_for_work
-            self._wake.set()
+        self._queue.put(pending)
 
     def close(self, timeout: float = 30.0) -> None:
         """Refuse new samples, commit everything already queued, stop the thread."""
@@ -162,44 +158,39 @@ class GroupCommitWriter:
             return
         self._closed.set()
         if self._started:
-            self._queue.append(_STOP)  # behind every queued request: they are committed first
-            self._wake.set()
+            self._queue.put(_STOP)  # behind every queued request: they are committed first
             self._thread.join(timeout=timeout)
         # A submit racing with close may have queued behind the stop marker: fail it
         # rather than leave its request waiting forever (it was not acknowledged).
         left = []
-        while self._queue:
-            item = self._queue.popleft()
+        while not self._queue.empty():
+            item = self._queue.get_nowait()
             if item is not _STOP:
                 left.append(item)
         _settle(left, exception=WriterClosed("the sample writer stopped"))
 
-    def _wait_for_work(self) -> None:
-        """Sleep until something is queued. The flag is raised before the queue is
-        looked at, and submit appends before it reads the flag: a request queued at any
-        moment either is seen here or sets the event."""
-        while not self._queue:
-            self._wake.clear()
-            self._idle = True
-            if not self._queue:
-                self._wake.wait()
-            self._idle = False
-
     def _next_batch(self) -> tuple[list[_Pending], bool]:
-        self._wait_for_work()
-        if self._queue[0] is not _STOP and self.max_wait_seconds > 0:
+        first = self._queue.get()  # sleeps until a request comes
+        if first is _STOP:
+            return [], True
+        if self.max_wait_seconds > 0:
             # Let the batch fill: one sleep, not one wake-up per request that arrives.
             time.sleep(self.max_wait_seconds)
         batch: list[_Pending] = []
         size = 0
-        while self._queue and size < self.max_batch_samples:
-            item = self._queue.popleft()
+        item = first
+        while True:
             if item is _STOP:
                 return batch, True
             if item.take():
                 batch.append(item)
                 size += len(item.samples)
-        return batch, False
+            if size >= self.max_batch_samples:
+                return batch, False
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return batch, False
 
     def _run(self) -> None:
         stopping = False
