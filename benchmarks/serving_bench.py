@@ -140,7 +140,8 @@ def print_table(results: dict, seconds: float, concurrency: int) -> None:
         f"{'server':<27}{'answered/s':>11}{'200/s':>9}{'422s':>7}{'p50 ms':>9}{'p99 ms':>9}"
         f"{'errors':>8}{'of ceiling':>12}  {'load':<18}"
     )
-    for key, summary in results.items():
+    for key in [k for k in SERVERS if k in results]:
+        summary = results[key]
         share = f"{summary['requests_per_second'] / ceiling:.1%}" if ceiling else "-"
         print(
             f"{SERVERS[key]:<27}{summary['answered_per_second']:>11.1f}"
@@ -274,7 +275,10 @@ def main() -> None:
         }  # fmt: skip
         for round_ in range(args.rounds):
             results = {}
-            for key in [k for k in SERVERS if k in chosen]:
+            order = [k for k in SERVERS if k in chosen]
+            # Every other round in reverse: a machine whose load drifts during a round
+            # favours the servers run last, and the reversed round undoes that.
+            for key in order if round_ % 2 == 0 else order[::-1]:
                 command, ready, url, payloads = servers[key]
                 with open(root / f"{key}.log", "wb") as log:
                     process = subprocess.Popen(
