@@ -2,7 +2,7 @@
 
 Each request hands its samples to :meth:`GroupCommitWriter.submit` and waits on the
 returned future before answering. One writer thread takes every request queued so
-far (up to ``max_batch_samples``, waiting at most ``max_wait_seconds`` for more once it
+far (up to ``max_batch_samples``, after sleeping ``max_wait_seconds`` for more once it
 has one), appends them in a single transaction and only then resolves their futures.
 So a response is sent only after its samples are committed: a process killed at any
 moment loses only requests that were never answered. The cost of a durable commit
@@ -90,7 +90,7 @@ class GroupCommitWriter:
         append: Stores a batch durably, all or nothing (e.g. ``SqlSampleStore.append``);
             raises DuplicateRequestIds, storing nothing, for ids already stored.
         max_batch_samples: Most samples per transaction (a request is never split).
-        max_wait_seconds: Once a batch has a request, how long to wait for more.
+        max_wait_seconds: Once a batch has a request, how long to sleep while more come.
         max_pending_requests: Bound of the queue; beyond it :meth:`submit` refuses.
         on_commit: Called with ``(requests, samples, seconds)`` after each commit.
         on_error: Called with the exception after each failed commit.
