@@ -141,12 +141,19 @@ def main() -> None:
     parser.add_argument("--payload", required=True, help="JSON file: one request body or a list")
     parser.add_argument("--requests", type=int, default=5000)
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--id-prefix", default="load", help="X-Request-ID: <prefix>-<n>")
     args = parser.parse_args()
     with open(args.payload) as handle:
         loaded = json.load(handle)
     payloads = loaded if isinstance(loaded, list) else [loaded]
     result = asyncio.run(
-        run_load(args.url, payloads, concurrency=args.concurrency, total=args.requests)
+        run_load(
+            args.url,
+            payloads,
+            concurrency=args.concurrency,
+            total=args.requests,
+            id_prefix=args.id_prefix,
+        )
     )
     print(json.dumps(result.summary()))
 

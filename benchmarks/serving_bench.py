@@ -10,10 +10,15 @@ demo's gates.yaml, whose export_parity logs its ONNX export):
   vs `mlflow models serve --env-manager local` (prediction only, no logging), all
   loaded from loopback by benchmarks/loadgen.py with one record per request, for
   `--seconds` each;
+- the **bare-FastAPI ceiling**: a minimal FastAPI app (``bare_app``) answering the same
+  JSON shape, under the same uvicorn settings as `driftgate serve` (the same loop, the
+  same HTTP protocol with the request-head limit, one worker, no access log), with no
+  validation, no model and no logging: each server's share of it is printed;
 - the drift-check job (`judge_window`) on a window of `--window-rows` stored samples:
   contract (GX), drift statistics, MLflow run with the Evidently report.
 
 Run: .venv/bin/python benchmarks/serving_bench.py [--seconds 10] [--concurrency 16]
+     [--servers ceiling,onnxruntime,pyfunc,mlflow] [--no-drift-check]
 """
 
 from __future__ import annotations
@@ -74,12 +79,124 @@ def load(url: str, payloads: list[dict], seconds: float, concurrency: int, run: 
     return summary
 
 
+def bare_app():
+    """The ceiling: FastAPI + uvicorn answering /predict's JSON shape, nothing else (no
+    validation, no model, no logging, no metrics): what the framework alone costs."""
+    from fastapi import FastAPI, Request
+
+    app = FastAPI()
+
+    async def predict(request):
+        records = (await request.json())["records"]
+        return {
+            "request_id": request.headers.get("x-request-id", ""),
+            "model_name": "bare",
+            "model_version": "1",
+            "probabilities": [0.5] * len(records),
+            "classes": [1] * len(records),
+            "sample_stored": False,
+        }
+
+    # Set here, not written as `request: Request`: this module's annotations are strings
+    # (`from __future__ import annotations`) that FastAPI would resolve in its globals.
+    predict.__annotations__ = {"request": Request}
+    app.post("/predict")(predict)
+
+    @app.get("/readyz")
+    async def ready():
+        return {"ready": True}
+
+    return app
+
+
+def run_bare(port: int) -> None:
+    """``bare_app`` under uvicorn as ``serving/server.py:run`` starts driftgate's."""
+    import uvicorn
+
+    from driftgate.serving.server import GRACEFUL_SHUTDOWN_SECONDS, uvicorn_limits
+
+    uvicorn.run(
+        bare_app(), host="127.0.0.1", port=port, log_level="warning", access_log=False,
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS, lifespan="on", **uvicorn_limits(),
+    )  # fmt: skip
+
+
+# (key, label) of every server, in the order they run; --servers picks by key.
+SERVERS = {
+    "ceiling": "bare FastAPI (ceiling)",
+    "onnxruntime": "driftgate onnxruntime",
+    "pyfunc": "driftgate pyfunc",
+    "norequests": "  pyfunc, no requests log",
+    "refused": "  pyfunc, 1/3 refused",
+    "refused-unlogged": "  ...refused unlogged",
+    "mlflow": "mlflow models serve",
+}
+
+
+def print_table(results: dict, seconds: float, concurrency: int) -> None:
+    ceiling = results.get("ceiling", {}).get("requests_per_second")
+    print(f"\n{seconds:g} s per server, {concurrency} connections, 1 record/request")
+    print(
+        f"{'server':<27}{'answered/s':>11}{'200/s':>9}{'422s':>7}{'p50 ms':>9}{'p99 ms':>9}"
+        f"{'errors':>8}{'of ceiling':>12}  {'load':<18}"
+    )
+    for key in [k for k in SERVERS if k in results]:
+        summary = results[key]
+        share = f"{summary['requests_per_second'] / ceiling:.1%}" if ceiling else "-"
+        print(
+            f"{SERVERS[key]:<27}{summary['answered_per_second']:>11.1f}"
+            f"{summary['requests_per_second']:>9.1f}{summary['refused']:>7}"
+            f"{summary['p50_ms']:>9.2f}{summary['p99_ms']:>9.2f}{summary['errors']:>8}"
+            f"{share:>12}  {summary['load']:<18}"
+        )
+
+    def rate(key: str) -> float | None:
+        return results[key]["requests_per_second"] if key in results else None
+
+    def ratio(text: str, ours: float | None, peer: float | None, note: str = "") -> None:
+        if ours is not None and peer:
+            print(f"{text}: {ours / peer:.2f}x{note}")
+
+    ratio("driftgate onnxruntime / bare FastAPI", rate("onnxruntime"), ceiling)
+    ratio("driftgate pyfunc / bare FastAPI", rate("pyfunc"), ceiling)
+    ratio("mlflow models serve / bare FastAPI", rate("mlflow"), ceiling)
+    ratio("driftgate pyfunc / mlflow models serve", rate("pyfunc"), rate("mlflow"),
+          " (driftgate also validates and durably logs every sample)")  # fmt: skip
+    ratio("driftgate onnxruntime / mlflow models serve", rate("onnxruntime"), rate("mlflow"))
+    ratio("pyfunc with / without the requests log", rate("pyfunc"), rate("norequests"))
+    if "refused" in results:
+        answered = results["refused"]["answered_per_second"]
+        ratio("pyfunc with 1/3 refused, refused records logged / mlflow (answered requests)",
+              answered, rate("mlflow"))  # fmt: skip
+        if "refused-unlogged" in results:
+            ratio("  logged / unlogged refused records", answered,
+                  results["refused-unlogged"]["answered_per_second"])  # fmt: skip
+
+
+def load_average() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg()[:2])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--window-rows", type=int, default=10_000)
+    parser.add_argument(
+        "--servers", default=",".join(SERVERS),
+        help=f"comma-separated, of {', '.join(SERVERS)} (default: all)",
+    )  # fmt: skip
+    parser.add_argument("--rounds", type=int, default=1, help="run the servers this many times")
+    parser.add_argument("--no-drift-check", action="store_true", help="skip the drift check")
+    parser.add_argument("--bare-server", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.bare_server:
+        run_bare(args.bare_server)
+        return
+    chosen = [key.strip() for key in args.servers.split(",") if key.strip()]
+    unknown = sorted(set(chosen) - set(SERVERS))
+    if unknown:
+        parser.error(f"--servers: unknown {', '.join(unknown)}; known: {', '.join(SERVERS)}")
 
     from driftgate.config import load_config
     from driftgate.gates.config import load_gate_config
@@ -130,43 +247,24 @@ def main() -> None:
             {"records": [{**r, "sea_level_pressure": 5.0} if i % 3 == 0 else r]}
             for i, r in enumerate(rows)
         ]
+        one_record = [{"records": [r]} for r in rows]
 
         def serve(config_name: str) -> list[str]:
             return [sys.executable, "-m", "driftgate.cli", "serve", "--port", str(port_dg),
                     "--config", str(root / config_name)]  # fmt: skip
 
+        ours = (f"http://127.0.0.1:{port_dg}/readyz", f"http://127.0.0.1:{port_dg}/predict")
         servers = {
-            "driftgate serve": (
-                serve("driftgate.yaml"),
-                f"http://127.0.0.1:{port_dg}/readyz",
-                f"http://127.0.0.1:{port_dg}/predict",
-                [{"records": [r]} for r in rows],
+            "ceiling": (
+                [sys.executable, str(Path(__file__).resolve()), "--bare-server", str(port_dg)],
+                *ours, one_record,
             ),
-            "driftgate onnxruntime": (
-                serve("driftgate-onnx.yaml"),
-                f"http://127.0.0.1:{port_dg}/readyz",
-                f"http://127.0.0.1:{port_dg}/predict",
-                [{"records": [r]} for r in rows],
-            ),
-            "  ...no requests log": (
-                serve("driftgate-norequests.yaml"),
-                f"http://127.0.0.1:{port_dg}/readyz",
-                f"http://127.0.0.1:{port_dg}/predict",
-                [{"records": [r]} for r in rows],
-            ),
-            "driftgate 1/3 refused": (
-                serve("driftgate.yaml"),
-                f"http://127.0.0.1:{port_dg}/readyz",
-                f"http://127.0.0.1:{port_dg}/predict",
-                mixed,
-            ),
-            "  ...refused unlogged": (
-                serve("driftgate-unlogged.yaml"),
-                f"http://127.0.0.1:{port_dg}/readyz",
-                f"http://127.0.0.1:{port_dg}/predict",
-                mixed,
-            ),
-            "mlflow models serve": (
+            "onnxruntime": (serve("driftgate-onnx.yaml"), *ours, one_record),
+            "pyfunc": (serve("driftgate.yaml"), *ours, one_record),
+            "norequests": (serve("driftgate-norequests.yaml"), *ours, one_record),
+            "refused": (serve("driftgate.yaml"), *ours, mixed),
+            "refused-unlogged": (serve("driftgate-unlogged.yaml"), *ours, mixed),
+            "mlflow": (
                 [str(Path(sys.executable).with_name("mlflow")), "models", "serve",
                  "-m", f"models:/{config.model.name}/{version}", "--env-manager", "local",
                  "--host", "127.0.0.1", "-p", str(port_ml), "--workers", "1"],
@@ -175,51 +273,32 @@ def main() -> None:
                 [{"inputs": [[r[f] for f in data.features]]} for r in rows],
             ),
         }  # fmt: skip
-        results = {}
-        for run, (name, (command, ready, url, payloads)) in enumerate(servers.items()):
-            with open(root / f"{name.split()[0]}.log", "wb") as log:
-                process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
-            try:
-                wait_ready(ready, process)
-                results[name] = load(url, payloads, args.seconds, args.concurrency, str(run))
-            finally:
-                process.terminate()
-                process.wait(timeout=30)
-
-        print(f"\n{args.seconds:g} s per server, {args.concurrency} connections, 1 record/request")
-        print(
-            f"{'server':<24}{'answered/s':>11}{'200/s':>9}{'422s':>7}{'p50 ms':>9}{'p99 ms':>9}"
-            f"{'errors':>8}"
-        )
-        for name, summary in results.items():
-            print(
-                f"{name:<24}{summary['answered_per_second']:>11.1f}"
-                f"{summary['requests_per_second']:>9.1f}{summary['refused']:>7}"
-                f"{summary['p50_ms']:>9.2f}{summary['p99_ms']:>9.2f}{summary['errors']:>8}"
-            )
-        ours, peer = results["driftgate serve"], results["mlflow models serve"]
-        ratio = ours["requests_per_second"] / peer["requests_per_second"]
-        print(
-            f"driftgate / mlflow throughput: {ratio:.2f}x "
-            "(driftgate also validates and durably logs every sample)"
-        )
-        onnx = results["driftgate onnxruntime"]["requests_per_second"]
-        print(
-            "driftgate (onnxruntime) / mlflow throughput: "
-            f"{onnx / peer['requests_per_second']:.2f}x"
-        )
-        bare = results["  ...no requests log"]
-        print(
-            "driftgate with / without the requests log: "
-            f"{ours['requests_per_second'] / bare['requests_per_second']:.2f}x"
-        )
-        mixed_run, unlogged = results["driftgate 1/3 refused"], results["  ...refused unlogged"]
-        print(
-            "driftgate with 1/3 refused, refused records logged / mlflow (answered requests): "
-            f"{mixed_run['answered_per_second'] / peer['requests_per_second']:.2f}x; "
-            "logged / unlogged refused: "
-            f"{mixed_run['answered_per_second'] / unlogged['answered_per_second']:.2f}x"
-        )
+        for round_ in range(args.rounds):
+            results = {}
+            order = [k for k in SERVERS if k in chosen]
+            # Every other round in reverse: a machine whose load drifts during a round
+            # favours the servers run last, and the reversed round undoes that.
+            for key in order if round_ % 2 == 0 else order[::-1]:
+                command, ready, url, payloads = servers[key]
+                with open(root / f"{key}.log", "wb") as log:
+                    process = subprocess.Popen(
+                        command, stdout=log, stderr=subprocess.STDOUT, env=env
+                    )
+                try:
+                    wait_ready(ready, process)
+                    before = load_average()
+                    run_id = f"{round_}-{key}"
+                    results[key] = load(url, payloads, args.seconds, args.concurrency, run_id)
+                    results[key]["load"] = f"{before}>{load_average()}"
+                finally:
+                    process.terminate()
+                    process.wait(timeout=30)
+            if args.rounds > 1:
+                print(f"\nround {round_ + 1} of {args.rounds}")
+            print_table(results, args.seconds, args.concurrency)
+        print("load: 1- and 5-minute load averages before > after each server's run")
+        if args.no_drift_check:
+            return
 
         # Drift-check wall time per window.
         from datetime import UTC, datetime, timedelta

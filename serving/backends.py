@@ -63,7 +63,16 @@ class PyfuncScorer:
     def __init__(self, pyfunc: Any) -> None:
         self.pyfunc = pyfunc
         # The flavour's own predict (MLflow's PyTorch wrapper); the full one otherwise.
-        self._direct = getattr(getattr(pyfunc, "_model_impl", None), "predict", None)
+        impl = getattr(pyfunc, "_model_impl", None)
+        self._direct = getattr(impl, "predict", None)
+        # A torch.export module checks its inputs' pytree structure and shape constraints
+        # on every call (a pre-forward hook: a third of a one-row call, issue 32). The
+        # service calls it only with the matrix it built from validated records (n >= 1
+        # rows of the version's features, float32), so it is switched off by the flag
+        # torch keeps for callers that validate themselves (``validate_inputs``).
+        module = getattr(impl, "pytorch_model", None)
+        if self._direct is not None and getattr(module, "validate_inputs", None) is True:
+            module.validate_inputs = False
 
     def predict(self, matrix: np.ndarray) -> Any:
         if self._direct is None:

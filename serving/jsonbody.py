@@ -16,6 +16,7 @@ from __future__ import annotations
 import email.message
 import functools
 import json
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import Request
@@ -141,7 +142,7 @@ def _is_json(content_type: str | None) -> bool:
     )
 
 
-def _validate(body: bytes, is_json: bool, model: type[BaseModel], max_records: int):
+def _validate(body: bytes, is_json: bool, model: type[BaseModel], max_records: int, plain=None):
     if not body:
         raise RequestValidationError(
             [{"type": "missing", "loc": ("body",), "msg": "Field required"}]
@@ -156,6 +157,8 @@ def _validate(body: bytes, is_json: bool, model: type[BaseModel], max_records: i
     records = data.get("records") if isinstance(data, dict) else None
     if isinstance(records, list) and len(records) > max_records:
         raise TooManyRecords(len(records))  # before pydantic builds an error per record
+    if plain is not None and (read := plain(data)) is not None:
+        return read
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -166,12 +169,20 @@ def _validate(body: bytes, is_json: bool, model: type[BaseModel], max_records: i
         raise CappedValidationError(errors, exc.error_count()) from None
 
 
-async def read_body(request: Request, model: type[BaseModel], max_records: int) -> BaseModel:
+async def read_body(
+    request: Request,
+    model: type[BaseModel],
+    max_records: int,
+    plain: Callable[[Any], BaseModel | None] | None = None,
+) -> BaseModel:
     """The request's body validated as ``model``, with FastAPI's error types (400 for
     unreadable bytes, RequestValidationError for the rest), off the event loop when
-    the body is large. Raises TooManyRecords beyond ``max_records`` records."""
+    the body is large. Raises TooManyRecords beyond ``max_records`` records.
+
+    ``plain``: reads a parsed body that needs no validation as ``model`` (None when it
+    does: ``model_validate`` then runs, so every refusal keeps pydantic's words)."""
     body = await request.body()
     is_json = _is_json(request.headers.get("content-type"))
     if len(body) > INLINE_BODY_BYTES:
-        return await run_in_threadpool(_validate, body, is_json, model, max_records)
-    return _validate(body, is_json, model, max_records)
+        return await run_in_threadpool(_validate, body, is_json, model, max_records, plain)
+    return _validate(body, is_json, model, max_records, plain)

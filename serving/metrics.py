@@ -202,6 +202,11 @@ class MetricsMiddleware:
         self.metrics = metrics
         # Called with (path, status, seconds, scope) after each response (the requests log).
         self.on_request = on_request
+        # The labelled children, bound once per (path, status) and path: ``labels()``
+        # takes the metric's lock and builds its key on every call. Bounded: paths are
+        # KNOWN_PATHS or "other", statuses the few the service answers.
+        self._counted: dict[tuple[str, int], object] = {}
+        self._timed: dict[str, object] = {}
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -209,18 +214,25 @@ class MetricsMiddleware:
             return
         path = scope["path"] if scope["path"] in KNOWN_PATHS else "other"
         started = time.perf_counter()
-        status = {"code": 500}
+        status = [500]
 
         async def send_and_capture(message) -> None:
             if message["type"] == "http.response.start":
-                status["code"] = message["status"]
+                status[0] = message["status"]
             await send(message)
 
         try:
             await self.app(scope, receive, send_and_capture)
         finally:
-            self.metrics.requests.labels(path, str(status["code"])).inc()
             elapsed = time.perf_counter() - started
-            self.metrics.latency.labels(path).observe(elapsed)
+            code = status[0]
+            counted = self._counted.get((path, code))
+            if counted is None:
+                counted = self._counted[path, code] = self.metrics.requests.labels(path, str(code))
+            counted.inc()
+            timed = self._timed.get(path)
+            if timed is None:
+                timed = self._timed[path] = self.metrics.latency.labels(path)
+            timed.observe(elapsed)
             if self.on_request is not None:
-                self.on_request(path, status["code"], elapsed, scope)
+                self.on_request(path, code, elapsed, scope)

@@ -11,8 +11,9 @@ import re
 import uuid
 from typing import Any
 
+import orjson
 from fastapi import Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from driftgate.serving.jsonbody import BodyRefused
 
@@ -36,6 +37,41 @@ class SafeJSONResponse(JSONResponse):
         return json.dumps(
             content, ensure_ascii=True, allow_nan=False, separators=(",", ":")
         ).encode("ascii")
+
+
+def json_bytes(content: Any) -> bytes:
+    """``content`` as :class:`SafeJSONResponse` renders it, through orjson when that
+    gives the same answer: ASCII bytes (else the json module escapes what is not), for
+    content without NaN or infinities (orjson would write null: callers pass finite
+    numbers only, as /predict's checked outputs)."""
+    try:
+        rendered = orjson.dumps(content)
+    except TypeError:  # an int past 64 bits, a type orjson does not know: json decides
+        pass
+    else:
+        if rendered.isascii():
+            return rendered
+    return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode(
+        "ascii"
+    )
+
+
+class RawJSONResponse(Response):
+    """A finished JSON body with its headers as raw pairs: the answer /predict sends
+    most, built without Starlette's header normalisation (``init_headers``) per
+    request. ``headers`` are lower-case latin-1 name/value pairs."""
+
+    media_type = "application/json"
+
+    def __init__(self, body: bytes, headers: list[tuple[bytes, bytes]], status_code: int = 200):
+        self.status_code = status_code
+        self.background = None
+        self.body = body
+        self.raw_headers = [
+            (b"content-length", str(len(body)).encode("latin-1")),
+            (b"content-type", b"application/json"),
+            *headers,
+        ]
 
 
 def error_response(

@@ -69,6 +69,43 @@ class PredictRequest(BaseModel):
         return value
 
 
+class PlainPredictRequest:
+    """A :class:`PredictRequest` read by :func:`plain_predict_request`: the same two
+    attributes, without pydantic's per-instance bookkeeping (``model_construct`` costs
+    ten times this)."""
+
+    __slots__ = ("records", "timestamp")
+
+    def __init__(self, records: list[dict[str, Any]]) -> None:
+        self.records = records
+        self.timestamp: datetime | None = None
+
+
+def plain_predict_request(data: Any) -> PlainPredictRequest | None:
+    """``data`` as a request without pydantic's per-value validation, when it is
+    the common body: ``{"records": [...]}`` alone, each record a mapping of plain JSON
+    values that :data:`FeatureValue` keeps as they are (a float, an int, a boolean, a
+    null, text of at most MAX_CATEGORY_CHARS characters). Anything else (a timestamp,
+    another type, longer text, an empty list) returns None: ``model_validate`` then
+    judges it and words its errors. Per record this is one pass over its values."""
+    if type(data) is not dict or len(data) != 1:
+        return None
+    records = data.get("records")
+    if type(records) is not list or not records:
+        return None
+    for record in records:
+        if type(record) is not dict:
+            return None
+        for value in record.values():
+            kind = type(value)
+            if kind is float or kind is int or kind is bool or value is None:
+                continue
+            if kind is str and len(value) <= MAX_CATEGORY_CHARS:
+                continue
+            return None
+    return PlainPredictRequest(records)
+
+
 class PredictResponse(BaseModel):
     """The answer; its output fields follow the model's task (serving/outputs.py):
     binary ``probabilities`` + ``classes`` (0/1); multiclass ``probabilities`` (label ->

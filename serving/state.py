@@ -27,6 +27,9 @@ from driftgate.stores.samples import RequestSampling, SqlSampleStore
 
 log = logging.getLogger(__name__)
 
+# Client keys kept per process (an identity is a peer address or a header's last entry).
+MAX_CACHED_CLIENTS = 10_000
+
 
 @dataclass
 class ServiceState:
@@ -54,6 +57,19 @@ class ServiceState:
     rejected_budget: RejectedBudget | None = None
     requests: RequestLog | None = None
     monitor_verdicts: MonitorVerdicts | None = None  # for /metrics
+    # Caller identity -> its key (RequestSampling.client_key, an HMAC): a caller sends
+    # many requests, and the key of an identity never changes while the store is open.
+    _client_keys: dict[str, str] = field(default_factory=dict, repr=False)
+
+    def client_key(self, identity: str) -> str:
+        """The stored key of the caller ``identity``, computed once per identity (at
+        most MAX_CACHED_CLIENTS kept; the cache starts over when full)."""
+        key = self._client_keys.get(identity)
+        if key is None:
+            if len(self._client_keys) >= MAX_CACHED_CLIENTS:
+                self._client_keys.clear()
+            key = self._client_keys[identity] = self.sampling.client_key(identity)
+        return key
 
 
 def liveness_problems(svc: ServiceState) -> list[str]:

@@ -5,6 +5,13 @@ contract's :class:`data_contracts.RecordValidator` is used when the project has 
 contract; the model's own needs (every feature present, a finite number) are checked
 in any case, because a contract may tolerate what the model cannot score, and a
 model may be served without a contract.
+
+Both checkers first try a precompiled acceptance (:class:`PlainRecordCheck`): a record
+holding exactly the model's features, each a plain number inside every bound that any
+rule sets, is valid whatever the rules say, and is accepted in one pass over its
+values. Every other record (a null, a category, a value out of a range, a missing or
+extra field) goes through the rules, which name what is wrong: the fast path only ever
+answers "valid", so every refusal keeps its words.
 """
 
 from __future__ import annotations
@@ -33,6 +40,64 @@ class RecordChecker(Protocol):
     def normalise(self, records: list[dict]) -> list[dict]:
         """The records as they will be scored and stored (e.g. a code read as its text)."""
         ...
+
+
+class PlainRecordCheck:
+    """Accepts a record that no rule can refuse, in one pass: its keys are exactly
+    ``bounds``' names, and each value's exact type is one of its field's ``types`` and
+    lies in ``[low, high]`` (NaN compares false: refused here, judged by the rules).
+
+    Args:
+        bounds: Field name -> (exact types accepted, low, high), the intersection of
+            every rule on that field; built by :func:`plain_bounds`.
+    """
+
+    __slots__ = ("fields", "keys")
+
+    def __init__(self, bounds: Mapping[str, tuple[tuple[type, ...], float, float]]) -> None:
+        self.keys = frozenset(bounds)
+        self.fields = tuple((name, *rule) for name, rule in bounds.items())
+
+    def __call__(self, record: Mapping[str, Any]) -> bool:
+        if record.keys() != self.keys:
+            return False
+        for name, types, low, high in self.fields:
+            value = record[name]
+            if type(value) not in types or not low <= value <= high:
+                return False
+        return True
+
+
+def plain_bounds(
+    features: Sequence[str], contract: Any = None
+) -> dict[str, tuple[tuple[type, ...], float, float]] | None:
+    """Per feature, the plain numbers every rule accepts (see :class:`PlainRecordCheck`):
+    a finite float or int within float32's range (the model checker), and within the
+    contract column's type and range. None when no record is plain (a feature the
+    contract may refuse by other rules: categories, a non-numeric type; a feature the
+    contract forbids as extra; a required contract column that is no feature)."""
+    bounds = {}
+    for name in features:
+        types: tuple[type, ...] = (float, int)  # bool is neither: type(), not isinstance
+        low, high = -FLOAT32_MAX, FLOAT32_MAX
+        spec = None if contract is None else contract.columns.get(name)
+        if spec is not None:
+            if spec.dtype == "int":
+                types = (int,)
+            elif spec.dtype != "float":
+                return None
+            if spec.categories is not None:
+                return None
+            low = max(low, spec.min if spec.min is not None else low)
+            high = min(high, spec.max if spec.max is not None else high)
+        elif contract is not None and contract.extra_columns == "forbid":
+            return None
+        bounds[name] = (types, low, high)
+    if contract is not None and any(
+        spec.required and name not in bounds for name, spec in contract.columns.items()
+    ):
+        return None
+    return bounds
 
 
 class FeatureChecker:
@@ -68,6 +133,11 @@ class FeatureChecker:
         # missing input (training mean, plus the indicator of a feature missing in
         # training). NaN and infinities stay refused.
         self.nullable = frozenset(nullable)
+        # The precompiled acceptance: all-numeric models only (a category or a boolean
+        # takes several spellings and is normalised first).
+        numeric = not self.categorical and not self.boolean
+        bounds = plain_bounds(self.features) if numeric else None
+        self.plain = PlainRecordCheck(bounds) if bounds is not None else None
 
     def normalise(self, records: list[dict]) -> list[dict]:
         """Records as scored and stored: each boolean feature in its one encoding
@@ -77,6 +147,8 @@ class FeatureChecker:
         return [_canonical_booleans(r, self.boolean, self.boolean_as_text) for r in records]
 
     def validate(self, record: Mapping[str, Any]) -> list[FieldError]:
+        if self.plain is not None and self.plain(record):
+            return []
         errors = []
         for name in self.features:
             if name not in record:
@@ -184,10 +256,14 @@ class ContractChecker:
         contract_validator: Any,
         model_checker: FeatureChecker,
         text_categories: Sequence[str] = (),
+        plain: PlainRecordCheck | None = None,
     ) -> None:
         self.contract_validator = contract_validator
         self.model_checker = model_checker
         self.text_categories = tuple(text_categories)
+        # Records valid under both the contract and the model, accepted in one pass
+        # (:func:`plain_bounds` of the contract); None: every record takes the rules.
+        self.plain = plain
 
     def normalise(self, records: list[dict]) -> list[dict]:
         records = self.model_checker.normalise(records)
@@ -196,6 +272,8 @@ class ContractChecker:
         return [_as_text(record, self.text_categories) for record in records]
 
     def validate(self, record: Mapping[str, Any]) -> list[FieldError]:
+        if self.plain is not None and self.plain(record):
+            return []
         model_errors = self.model_checker.validate(record)
         # A value that is no spelling of a boolean gets the message that lists the
         # spellings, not the contract's bare "expected bool, got str".
@@ -265,8 +343,10 @@ def build_checker(
         names, allow_extra=True, nullable=nullable, categorical=categorical,
         boolean=boolean, boolean_as_text=[name for name in boolean if name in text],
     )  # fmt: skip
+    bounds = plain_bounds(names, contract) if checker.plain is not None else None
     return ContractChecker(
         RecordValidator.from_contract(contract),
         checker,
         text_categories=[name for name in text if name not in boolean],
+        plain=PlainRecordCheck(bounds) if bounds is not None else None,
     )

@@ -2,7 +2,7 @@
 
 Each request hands its samples to :meth:`GroupCommitWriter.submit` and waits on the
 returned future before answering. One writer thread takes every request queued so
-far (up to ``max_batch_samples``, waiting at most ``max_wait_seconds`` for more once it
+far (up to ``max_batch_samples``, after sleeping ``max_wait_seconds`` for more once it
 has one), appends them in a single transaction and only then resolves their futures.
 So a response is sent only after its samples are committed: a process killed at any
 moment loses only requests that were never answered. The cost of a durable commit
@@ -17,6 +17,15 @@ dropped before its batch is committed — it can no longer be cancelled once tak
 If the thread dies anyway, :attr:`alive` turns false and ``/healthz`` fails, so a
 liveness probe restarts the process.
 
+The hand-off is lean, because every request pays it on the event loop: a request is
+put on a ``queue.SimpleQueue`` (C; it takes no lock per request, and signals only a
+writer that sleeps waiting for work). Once the writer has a request it sleeps
+``max_wait_seconds`` and then takes everything queued, rather than waking for each
+request as it arrives.
+The service's handler waits on an ``asyncio`` future (:meth:`GroupCommitWriter.
+submit_async`): after a commit, the writer settles all of its batch's futures with one
+call into their event loop, instead of one cross-thread wake-up per request.
+
 Request ids are unique in the store: a request whose id is already stored, or was
 taken by an earlier request of the same batch, fails with
 :class:`~driftgate.stores.samples.DuplicateRequestIds` (the service answers 409) and
@@ -25,13 +34,14 @@ the rest of its batch is committed.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, InvalidStateError
-from dataclasses import dataclass
 
 from driftgate.serving.errors import describe_error
 from driftgate.stores.samples import DuplicateRequestIds, Sample
@@ -47,10 +57,27 @@ class WriterClosed(RuntimeError):
     """The writer is shutting down and accepts no more samples."""
 
 
-@dataclass
 class _Pending:
-    samples: Sequence[Sample]
-    future: Future
+    """One request's samples and how its waiter learns the outcome: a
+    ``concurrent.futures.Future`` (:meth:`GroupCommitWriter.submit`) or an ``asyncio``
+    future of ``loop`` (:meth:`GroupCommitWriter.submit_async`)."""
+
+    __slots__ = ("future", "loop", "samples")
+
+    def __init__(self, samples: Sequence[Sample], future, loop=None) -> None:
+        self.samples = samples
+        self.future = future
+        self.loop = loop
+
+    def take(self) -> bool:
+        """Claim the request for a commit; False if its waiter already gave up (its
+        future is done: cancelled, or failed by the handler's timeout). Once taken, a
+        request is committed whatever its waiter does next."""
+        if self.loop is None:
+            return self.future.set_running_or_notify_cancel()
+        # Read from the writer thread: done() is one field read, atomic under the GIL.
+        # A waiter giving up after this point finds its request committed, as before.
+        return not self.future.done()
 
 
 _STOP = object()
@@ -63,7 +90,7 @@ class GroupCommitWriter:
         append: Stores a batch durably, all or nothing (e.g. ``SqlSampleStore.append``);
             raises DuplicateRequestIds, storing nothing, for ids already stored.
         max_batch_samples: Most samples per transaction (a request is never split).
-        max_wait_seconds: Once a batch has a request, how long to wait for more.
+        max_wait_seconds: Once a batch has a request, how long to sleep while more come.
         max_pending_requests: Bound of the queue; beyond it :meth:`submit` refuses.
         on_commit: Called with ``(requests, samples, seconds)`` after each commit.
         on_error: Called with the exception after each failed commit.
@@ -82,7 +109,8 @@ class GroupCommitWriter:
         self._append = append
         self.max_batch_samples = max_batch_samples
         self.max_wait_seconds = max_wait_seconds
-        self._queue: queue.Queue = queue.Queue(maxsize=max_pending_requests)
+        self.max_pending_requests = max_pending_requests
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._on_commit = on_commit or (lambda requests, samples, seconds: None)
         self._on_error = on_error or (lambda exc: None)
         self._closed = threading.Event()
@@ -102,16 +130,27 @@ class GroupCommitWriter:
 
     def submit(self, samples: Sequence[Sample]) -> Future:
         """Queue ``samples``; the future resolves (to the batch size) once they are durable."""
+        future: Future = Future()
+        self._enqueue(_Pending(samples, future))
+        return future
+
+    def submit_async(self, samples: Sequence[Sample]) -> asyncio.Future:
+        """As :meth:`submit`, for a caller on a running event loop: the returned future
+        of that loop resolves once the samples are durable. Give up on it by cancelling
+        it (or setting its exception): a request not yet taken is then not committed."""
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        self._enqueue(_Pending(samples, future, loop))
+        return future
+
+    def _enqueue(self, pending: _Pending) -> None:
         if self._closed.is_set() or not self._started:
             raise WriterClosed("the sample writer is not running")
-        future: Future = Future()
-        try:
-            self._queue.put_nowait(_Pending(samples, future))
-        except queue.Full:
+        if self._queue.qsize() >= self.max_pending_requests:
             raise WriterOverloaded(
-                f"{self._queue.maxsize} requests already wait for the sample store"
-            ) from None
-        return future
+                f"{self.max_pending_requests} requests already wait for the sample store"
+            )
+        self._queue.put(pending)
 
     def close(self, timeout: float = 30.0) -> None:
         """Refuse new samples, commit everything already queued, stop the thread."""
@@ -123,39 +162,35 @@ class GroupCommitWriter:
             self._thread.join(timeout=timeout)
         # A submit racing with close may have queued behind the stop marker: fail it
         # rather than leave its request waiting forever (it was not acknowledged).
-        while True:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                break
+        left = []
+        while not self._queue.empty():
+            item = self._queue.get_nowait()
             if item is not _STOP:
-                _resolve(item.future, exception=WriterClosed("the sample writer stopped"))
+                left.append(item)
+        _settle(left, exception=WriterClosed("the sample writer stopped"))
 
     def _next_batch(self) -> tuple[list[_Pending], bool]:
-        first = self._queue.get()
+        first = self._queue.get()  # sleeps until a request comes
         if first is _STOP:
             return [], True
-        batch, size = [], 0
-        if _take(first):
-            batch, size = [first], len(first.samples)
-        deadline = time.monotonic() + self.max_wait_seconds
-        while size < self.max_batch_samples:
+        if self.max_wait_seconds > 0:
+            # Let the batch fill: one sleep, not one wake-up per request that arrives.
+            time.sleep(self.max_wait_seconds)
+        batch: list[_Pending] = []
+        size = 0
+        item = first
+        while True:
+            if item is _STOP:
+                return batch, True
+            if item.take():
+                batch.append(item)
+                size += len(item.samples)
+            if size >= self.max_batch_samples:
+                return batch, False
             try:
                 item = self._queue.get_nowait()
             except queue.Empty:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    break
-                try:
-                    item = self._queue.get(timeout=remaining)
-                except queue.Empty:
-                    break
-            if item is _STOP:
-                return batch, True
-            if _take(item):
-                batch.append(item)
-                size += len(item.samples)
-        return batch, False
+                return batch, False
 
     def _run(self) -> None:
         stopping = False
@@ -167,8 +202,7 @@ class GroupCommitWriter:
                     self._commit(_unique_ids(batch))
             except Exception as exc:  # supervised: a bad batch must not end sample writing
                 log.exception("the sample writer recovered from an error")
-                for pending in batch:
-                    _resolve(pending.future, exception=exc)
+                _settle(batch, exception=exc)
 
     def _commit(self, batch: list[_Pending]) -> None:
         if not batch:
@@ -178,32 +212,21 @@ class GroupCommitWriter:
         try:
             written = self._append(samples)
         except DuplicateRequestIds as exc:
-            for pending in batch:
-                if _is_duplicate(pending, exc.request_ids):
-                    _resolve(
-                        pending.future,
-                        exception=DuplicateRequestIds({pending.samples[0].request_id}),
-                    )
-            rest = [p for p in batch if not _is_duplicate(p, exc.request_ids)]
-            self._commit(rest)
+            duplicates = [p for p in batch if _is_duplicate(p, exc.request_ids)]
+            for pending in duplicates:
+                _settle([pending], exception=DuplicateRequestIds({pending.samples[0].request_id}))
+            self._commit([p for p in batch if not _is_duplicate(p, exc.request_ids)])
             return
         except Exception as exc:
             # The detail goes to the server log only; its text may quote other requests.
             log.error("sample commit of %d samples failed: %s", len(samples), describe_error(exc))
             self._on_error(exc)
-            for pending in batch:
-                _resolve(pending.future, exception=exc)
+            _settle(batch, exception=exc)
             return
         # Rows written (samples and rejected records; an overflow count is no row).
         rows = written if isinstance(written, int) else len(samples)
         self._on_commit(len(batch), rows, time.perf_counter() - started)
-        for pending in batch:
-            _resolve(pending.future, result=len(samples))
-
-
-def _take(pending: _Pending) -> bool:
-    """Claim a queued request for a commit; False if its waiter already gave up."""
-    return pending.future.set_running_or_notify_cancel()
+        _settle(batch, result=len(samples))
 
 
 def _unique_ids(batch: list[_Pending]) -> list[_Pending]:
@@ -216,7 +239,7 @@ def _unique_ids(batch: list[_Pending]) -> list[_Pending]:
             continue
         request_id = pending.samples[0].request_id if pending.samples else None
         if request_id in seen:
-            _resolve(pending.future, exception=DuplicateRequestIds({request_id}))
+            _settle([pending], exception=DuplicateRequestIds({request_id}))
             continue
         seen.add(request_id)
         kept.append(pending)
@@ -230,6 +253,31 @@ def _is_accepted(pending: _Pending) -> bool:
 
 def _is_duplicate(pending: _Pending, known: set[str]) -> bool:
     return _is_accepted(pending) and pending.samples[0].request_id in known
+
+
+def _settle(batch: Sequence[_Pending], *, result=None, exception: BaseException | None = None):
+    """Resolve the futures of ``batch``: each concurrent future at once, the asyncio
+    futures with one call into each of their loops."""
+    by_loop: dict = {}
+    for pending in batch:
+        if pending.loop is None:
+            _resolve(pending.future, result=result, exception=exception)
+        else:
+            by_loop.setdefault(pending.loop, []).append(pending.future)
+    for loop, futures in by_loop.items():
+        # A closed loop (RuntimeError): nobody waits for these any more.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(_resolve_all, futures, result, exception)
+
+
+def _resolve_all(futures: list[asyncio.Future], result, exception) -> None:
+    """On the futures' event loop: each one not given up on gets the outcome."""
+    for future in futures:
+        if not future.done():
+            if exception is not None:
+                future.set_exception(exception)
+            else:
+                future.set_result(result)
 
 
 def _resolve(future: Future, *, result=None, exception: BaseException | None = None) -> None:

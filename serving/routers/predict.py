@@ -32,12 +32,13 @@ from driftgate.serving.responses import (
     MAX_ERRORS,
     REQUEST_ID_HEADER,
     SAMPLE_STORED_HEADER,
-    SafeJSONResponse,
+    RawJSONResponse,
     capped,
     error_response,
+    json_bytes,
     request_id_of,
 )
-from driftgate.serving.schemas import PredictRequest, PredictResponse
+from driftgate.serving.schemas import PredictRequest, PredictResponse, plain_predict_request
 from driftgate.serving.state import ServiceState
 from driftgate.serving.writer import WriterClosed, WriterOverloaded
 from driftgate.stores._sql import StoreReplaced
@@ -73,7 +74,9 @@ async def predict(request: Request):
     settings, metrics = svc.settings, svc.metrics
     request_id = request_id_of(request)
     try:
-        body = await read_body(request, PredictRequest, settings.max_records_per_request)
+        body = await read_body(
+            request, PredictRequest, settings.max_records_per_request, plain_predict_request
+        )
     except TooManyRecords as exc:
         metrics.invalid_records.inc()
         return error_response(
@@ -111,7 +114,7 @@ async def predict(request: Request):
         errors, total, invalid, broken = _broken_fields(model, body.records)
     if errors:
         metrics.invalid_records.inc(invalid)
-        client = svc.sampling.client_key(client_identity(request, settings.client_id_header))
+        client = svc.client_key(client_identity(request, settings.client_id_header))
         stored = await _store_rejected(svc, model, body, request_id, broken, client)
         response = error_response(
             422,
@@ -139,7 +142,7 @@ async def predict(request: Request):
     received = datetime.now(UTC)
     fraction = settings.sample_fraction
     sampled = svc.sampling.keeps(request_id)
-    client = svc.sampling.client_key(client_identity(request, settings.client_id_header))
+    client = svc.client_key(client_identity(request, settings.client_id_header))
     samples = _samples(model, body, request_id, received, scored, fraction, client)
     if not sampled and not svc.unlogged.claim(request_id):
         return _reused_id(request_id)  # else every copy of an unlogged id would be skipped
@@ -166,7 +169,8 @@ async def predict(request: Request):
         # answer, a header, a counter and the log all say the sample is missing.
         log.warning("request %s answered but not stored: %s", request_id, failure)
         metrics.unstored_records.inc(len(samples))
-    return SafeJSONResponse(
+    # Bytes straight from the answer (its numbers are finite: usable() checked them).
+    answer = json_bytes(
         {
             "request_id": request_id,
             "model_name": model.name,
@@ -175,9 +179,20 @@ async def predict(request: Request):
             **scored.fields,
             "sample_stored": stored,
             **({} if fraction >= 1.0 else {"sampled": sampled}),
-        },
-        headers={REQUEST_ID_HEADER: request_id, SAMPLE_STORED_HEADER: str(stored).lower()},
+        }
     )
+    return RawJSONResponse(
+        answer,
+        [
+            (REQUEST_ID_HEADER_RAW, request_id.encode("latin-1")),
+            (SAMPLE_STORED_HEADER_RAW, b"true" if stored else b"false"),
+        ],
+    )
+
+
+# The answer's own headers as raw pairs (lower case, as Starlette sends every header).
+REQUEST_ID_HEADER_RAW = REQUEST_ID_HEADER.lower().encode("latin-1")
+SAMPLE_STORED_HEADER_RAW = SAMPLE_STORED_HEADER.lower().encode("latin-1")
 
 
 class PredictFastPath:
@@ -237,11 +252,15 @@ async def _store(svc, samples: list[Sample], request_id: str) -> StoreFailure | 
     if problem := svc.watch.sample_problem:  # known now: do not queue behind it
         return _failure(f"sample store unavailable: it cannot take writes ({problem})")
     try:
-        committed = svc.writer.submit(samples)
+        committed = svc.writer.submit_async(samples)
     except (WriterOverloaded, WriterClosed) as exc:
         return error_response(503, f"not accepting samples: {exc}", request_id)
+    # A timer rather than asyncio.wait_for, which wraps the future in a task's worth of
+    # callbacks on every request; giving up fails the future, so an untaken request is
+    # then left out of the commit (see GroupCommitWriter.submit_async).
+    timer = asyncio.get_running_loop().call_later(COMMIT_TIMEOUT_SECONDS, _give_up, committed)
     try:
-        await asyncio.wait_for(asyncio.wrap_future(committed), COMMIT_TIMEOUT_SECONDS)
+        await committed
     except DuplicateRequestIds:
         return _reused_id(request_id)
     except StoreReplaced:
@@ -250,7 +269,7 @@ async def _store(svc, samples: list[Sample], request_id: str) -> StoreFailure | 
             "sample store unavailable: it is no longer the store this service opened "
             "(deleted or replaced); restart the service"
         )
-    except TimeoutError:
+    except _CommitTimeout:
         error_id = new_error_id()
         log.error("error %s: request %s: no commit within %g s", error_id, request_id,
                   COMMIT_TIMEOUT_SECONDS)  # fmt: skip
@@ -263,7 +282,18 @@ async def _store(svc, samples: list[Sample], request_id: str) -> StoreFailure | 
         error_id = new_error_id()
         log.error("error %s: request %s not stored: %s", error_id, request_id, describe_error(exc))
         return _failure(f"sample store unavailable (error id {error_id})", error_id)
+    finally:
+        timer.cancel()
     return None
+
+
+class _CommitTimeout(Exception):
+    """The handler stopped waiting for its commit (COMMIT_TIMEOUT_SECONDS)."""
+
+
+def _give_up(committed: asyncio.Future) -> None:
+    if not committed.done():
+        committed.set_exception(_CommitTimeout())
 
 
 def _reused_id(request_id: str) -> Response:
