@@ -578,8 +578,13 @@ def _prediction_drift(monitor, outputs: OutputsProfile, frame: pd.DataFrame, bas
         level=level,
         min_detectable=max(r.min_detectable or 0.0 for r in evaluated) if level else None,
         details={
-            f"{r.feature}.{r.test}": {"value": r.value, "effect_size": r.effect_size}
-            for r in report.results
+            # The observed value is the smallest (adjusted) p-value: it breaches below
+            # the threshold, and the review's text says so ("p = 7.5e-08 < 0.05").
+            "observed": "p_value",
+            **{
+                f"{r.feature}.{r.test}": {"value": r.value, "effect_size": r.effect_size}
+                for r in report.results
+            },
         },
         reason="; ".join(r.reason for r in report.results if r.reason),
     )

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from pydantic import ValidationError
 
+from driftgate.monitors.actions.registry import ActionRequest
 from driftgate.monitors.kinds.outputs import evaluate_output_monitor
 from driftgate.monitors.outputs import (
     Calibrator,
@@ -172,6 +173,10 @@ def test_prediction_drift_fires_when_the_outputs_shift_and_not_without(binary):
     assert quiet.status == "ok" and not quiet.breached
     assert fired.breached and fired.breached_features == ["predicted_class", "prediction"]
     assert fired.p_value < fired.level < 0.05 / 720  # Bonferroni over checks and outputs
+    # Its review reads the p-value the right way round (it said "7.455e-08 > 0.05").
+    window = (pd.Timestamp("2024-01-01", tz="UTC"), pd.Timestamp("2024-01-02", tz="UTC"))
+    text = ActionRequest("model", "1", *window, fired).what
+    assert text.startswith(f"{rule.name}: prediction_drift p = ") and " < 0.05 on " in text
 
 
 def test_prediction_drift_does_not_breach_on_a_window_too_small_to_be_significant(binary):
