@@ -132,15 +132,14 @@ def run_loop(config: ProjectConfig, config_arg: str | None, flows: DemoFlows, sa
         try:
             while end - pd.Timedelta(days=365) <= last:
                 replay.send(production[(utc >= end - pd.Timedelta(days=365)) & (utc < end)])
-                (window,) = flows.drift_check(
+                judged = flows.drift_check(
                     config_path=config_arg,
                     end=end.isoformat(),
                     window="365d",
                     gates_path=str(gates_path),
                 )
-                for line in window_lines(window):
+                for line in add_judged(points, judged, end):
                     say(f"  {line}")
-                points.append((end, window["metrics"], window["monitors"], window["model_version"]))
                 if paused_now(config):
                     show_pause_and_resume(config, base_url, data, say)
                     replay.fault_fixed = True
@@ -354,6 +353,32 @@ def demo_gates_path(config: ProjectConfig):
 
     project = config.resolve("gates/demo.yaml")
     return project if project.is_file() else default_gates_path().with_name("demo.yaml")
+
+
+def add_judged(points: list[tuple], judged: list[dict], end) -> list[str]:
+    """Add the year ending at ``end`` to ``points`` and return its table lines.
+
+    Beside that year, the check judges again the earlier years whose late labels arrived
+    with this year's replay (realized accuracy on all their labels): their results
+    replace the first ones in the table's summary and the plots, and their rows say so.
+    """
+    import pandas as pd
+
+    lines = []
+    for window in judged:
+        ended = pd.Timestamp(window["window"][1])
+        again = ended != end
+        row, *actions = window_lines(window)
+        lines += [f"{row}  (judged again: late labels)" if again else row, *actions]
+        if not again:
+            points.append((ended, window["metrics"], window["monitors"], window["model_version"]))
+            continue
+        for index, (when, metrics, monitors, version) in enumerate(points):
+            if when == ended:
+                merged_metrics = {**metrics, **window["metrics"]}
+                merged_monitors = {**monitors, **window["monitors"]}
+                points[index] = (when, merged_metrics, merged_monitors, version)
+    return lines
 
 
 def window_lines(window: dict) -> list[str]:

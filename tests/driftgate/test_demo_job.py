@@ -10,6 +10,7 @@ from driftgate.jobs.demo import (
     RECEIVED,
     REFUSED,
     WINDOW_HEADER,
+    add_judged,
     window_lines,
 )
 
@@ -128,3 +129,27 @@ def test_the_realized_summary_prints_the_refused_share_and_its_last_five_years()
     assert any(line.startswith("1983-01-01") and line.endswith("-") for line in lines)
     # The last five windows: None, 0.1, 0.0, 0.05, 0.0 -> the four figures' mean.
     assert lines[-1] == "refused share of the last 4 years (mean of the yearly windows): 3.8%"
+
+
+def test_a_year_judged_again_updates_its_realized_accuracy_and_keeps_the_rest():
+    """The check judges again an earlier year whose late labels just arrived: its
+    realized accuracy replaces the first one, its refused share and drift stay (the demo
+    unpacked exactly one window and died on two)."""
+    import pandas as pd
+
+    first = summary(**{REFUSED: {"observed": 0.3}, REALIZED: {"realized": 0.5, "labels": 300}})
+    first["metrics"], first["model_version"] = {"drift.visibility.kl": 2.0}, "1"
+    points = []
+    add_judged(points, [first], pd.Timestamp(first["window"][1]))
+    again = summary(**{REALIZED: {"realized": 0.6, "labels": 365}})
+    again.update(metrics={}, model_version="1", actions=[])
+    this_year = summary(**{REFUSED: {"observed": 0.0}})
+    this_year.update(window=["1983-05-18T00:00:00+00:00", "1984-05-17T00:00:00+00:00"])
+    this_year.update(metrics={}, model_version="1")
+    lines = add_judged(points, [again, this_year], pd.Timestamp(this_year["window"][1]))
+    assert lines[0].endswith("(judged again: late labels)")
+    assert not any(line.endswith("late labels)") for line in lines[1:])
+    assert [end.year for end, *_ in points] == [1983, 1984]
+    (_, metrics, monitors, _) = points[0]
+    assert monitors[REALIZED] == {"realized": 0.6, "labels": 365}
+    assert monitors[REFUSED] == {"observed": 0.3} and metrics == {"drift.visibility.kl": 2.0}
