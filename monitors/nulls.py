@@ -322,16 +322,15 @@ def _proposals(p: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarra
     sizes = range(1, min(MAX_TILTED, tilted.size, int(np.sum(p > 0)) - 1) + 1)
     groups = [(k, f) for k in sizes for f in (0.0, THIN_FACTOR)]
     plain = PLAIN_SHARE if groups else 1.0
-    subsets, factors, probs = [np.zeros(tilted.size)], [1.0], [plain]
+    subsets, factors, probs = [np.zeros((1, tilted.size))], [[1.0]], [[plain]]
     for k, factor in groups:
-        combos = list(itertools.combinations(range(tilted.size), k))
-        for combo in combos:
-            row = np.zeros(tilted.size)
-            row[list(combo)] = 1.0
-            subsets.append(row)
-            factors.append(factor)
-            probs.append((1 - plain) / len(groups) / len(combos))
-    return np.array(subsets), np.array(factors), np.array(probs), tilted
+        combos = np.array(list(itertools.combinations(range(tilted.size), k)))
+        rows = np.zeros((len(combos), tilted.size))
+        rows[np.arange(len(combos))[:, None], combos] = 1.0
+        subsets.append(rows)
+        factors.append(np.full(len(combos), factor))
+        probs.append(np.full(len(combos), (1 - plain) / len(groups) / len(combos)))
+    return np.concatenate(subsets), np.concatenate(factors), np.concatenate(probs), tilted
 
 
 def _tilted_draws(p: np.ndarray, n: int, draws: int, rng) -> tuple[np.ndarray, np.ndarray]:
@@ -339,31 +338,80 @@ def _tilted_draws(p: np.ndarray, n: int, draws: int, rng) -> tuple[np.ndarray, n
     ``P_p(x) / sum_m pi_m P_m(x)`` (``<= 1 / PLAIN_SHARE``: the plain draws bound them).
 
     For a proposal ``m`` that scales the bins ``E`` by ``f`` (mass ``p_E`` moved),
-    ``log P_m(x) / P_p(x) = n log c + x_E log f`` with ``c = 1 / (1 - (1 - f) p_E)``:
-    only the tilted bins' counts enter, so the weights cost ``draws x proposals``.
+    ``P_m(x) / P_p(x) = c^n f^(x_E)`` with ``c = 1 / (1 - (1 - f) p_E)``: only the
+    tilted bins' counts enter (:func:`_mixture_ratio`).
     """
     subsets, factors, probs, tilted = _proposals(p, n)
-    mass = subsets @ p[tilted]
-    renorm = 1.0 / (1.0 - (1.0 - factors) * mass)
     chosen = rng.choice(probs.size, size=draws, p=probs)
     q = np.broadcast_to(p, (draws, p.size)).copy()
     q[:, tilted] *= 1.0 - (1.0 - factors[chosen, None]) * subsets[chosen]
     q /= q.sum(axis=1, keepdims=True)
     counts = rng.multinomial(n, q)
-    in_tilted = counts[:, tilted].astype(float)
-    log_factor = np.log(np.where(factors > 0, factors, 1.0))  # emptied: handled below
-    weights = np.empty(draws)
-    for start in range(0, draws, 2048):  # draws x proposals, a chunk at a time
-        x = in_tilted[start : start + 2048]
-        hit = x @ subsets.T  # rows of each window in each proposal's subset
-        log_ratio = n * np.log(renorm) + hit * log_factor
-        # An emptied proposal cannot draw a window with rows in its bins.
-        log_ratio = np.where((factors == 0) & (hit > 0), -np.inf, log_ratio)
-        terms = np.log(probs) + log_ratio
-        top = terms.max(axis=1, keepdims=True)
-        log_mix = top[:, 0] + np.log(np.exp(terms - top).sum(axis=1))
-        weights[start : start + 2048] = np.exp(-log_mix)
-    return counts, weights
+    mixture = _mixture_ratio(counts[:, tilted], p[tilted], n, subsets, factors, probs)
+    return counts, 1.0 / mixture
+
+
+def _mixture_ratio(x, p_tilted, n, subsets, factors, probs) -> np.ndarray:
+    """``sum_m pi_m P_m(x) / P_p(x)`` for each row of tilted counts ``x``.
+
+    Written for speed without a ``draws x proposals`` matrix (1,275 proposals: that
+    matrix, its logarithms and exponentials were most of a null's first build):
+
+    * an emptied proposal (``f = 0``) weighs ``pi_m c_m^n`` if the window has no row in
+      its bins, else nothing: a sum per pattern of empty tilted bins (at most 2^10),
+      looked up per window;
+    * the others (the plain draw, ``f = 1``, and the thinned, ``f < 1``) weigh
+      ``pi_m c_m^n prod_(j in E) f^(x_j)``: the tilted bins split in two halves ``A``
+      and ``B``, a product over ``E`` is one over ``E & A`` times one over ``E & B``, so
+      the sum is ``sum_(a, b) P_A[a] C[a, b] P_B[b]``: two tables of at most 32 partial
+      products per window and a 32 x 32 matrix of the proposals' constants.
+
+    Overflow is harmless: ``c^n`` is bounded for the thinned proposals by which bins are
+    tilted (``NEGLIGIBLE``), and an emptied one too large to represent gives the window
+    weight 0 (its true weight is below ``1e-300``).
+    """
+    x = np.asarray(x, dtype=np.int64)
+    bins = x.shape[1]
+    mass = subsets @ p_tilted
+    masks = (subsets.astype(np.int64) << np.arange(bins)).sum(axis=1)
+    total = np.zeros(x.shape[0])
+    with np.errstate(over="ignore", divide="ignore"):
+        constant = probs * np.exp(-n * np.log1p(-(1.0 - factors) * mass))
+        emptied = factors == 0
+        if emptied.any():
+            empty = ((x == 0).astype(np.int64) << np.arange(bins)).sum(axis=1)
+            patterns = np.arange(2**bins)
+            by_pattern = np.zeros(patterns.size)
+            for mask, value in zip(masks[emptied], constant[emptied], strict=True):
+                by_pattern[(patterns & mask) == mask] += value
+            total += by_pattern[empty]
+        half = bins // 2
+        low_bits, high_bits = (1 << half) - 1, ((1 << bins) - 1) ^ ((1 << half) - 1)
+        for factor in np.unique(factors[~emptied]):
+            these = factors == factor
+            if factor == 1.0:  # the plain draw: no bin scaled
+                total += constant[these].sum()
+                continue
+            table = np.zeros((2**half, 2 ** (bins - half)))
+            np.add.at(
+                table, (masks[these] & low_bits, (masks[these] & high_bits) >> half),
+                constant[these],
+            )  # fmt: skip
+            y = np.power(float(factor), x)  # f^(x_j) per window and tilted bin
+            low = _subset_products(y[:, :half])
+            high = _subset_products(y[:, half:])
+            total += (np.einsum("ia,ab->ib", low, table) * high).sum(axis=1)  # no BLAS threads
+    return total
+
+
+def _subset_products(y: np.ndarray) -> np.ndarray:
+    """``out[i, s] = prod_(j in s) y[i, j]`` for every subset ``s`` of the columns (bit
+    ``j`` of ``s`` set: column ``j`` in it)."""
+    out = np.ones((y.shape[0], 2 ** y.shape[1]))
+    for j in range(y.shape[1]):
+        width = 1 << j
+        out[:, width : 2 * width] = out[:, :width] * y[:, j : j + 1]
+    return out
 
 
 def binned_null(test: str, reference, n: int, draws: int = NULL_DRAWS) -> WeightedNull:
