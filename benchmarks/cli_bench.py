@@ -35,7 +35,7 @@ def _wall_time(command: list[str]) -> float:
     return seconds
 
 
-def _importtime(command: list[str], top: int) -> list[tuple[int, str]]:
+def importtime(command: list[str], top: int) -> list[tuple[int, str]]:
     """The ``top`` largest cumulative import times of ``command`` (a Python script)."""
     done = subprocess.run(
         [sys.executable, "-X", "importtime", *command], capture_output=True, text=True, check=False
@@ -82,7 +82,7 @@ def main() -> None:
         print(f"  peer / this checkout: {theirs / ours:.1f}x")
 
     print(f"\nslowest imports of `driftgate --help` (python -X importtime, top {args.top}):")
-    for cumulative, name in _importtime([str(BIN / "driftgate"), "--help"], args.top):
+    for cumulative, name in importtime([str(BIN / "driftgate"), "--help"], args.top):
         print(f"  {cumulative / 1e6:7.3f} s  {name}")
 
 

@@ -324,14 +324,22 @@ def drift_check(
     gates_path: Path | None = typer.Option(None, "--gates", help="Gate config with the monitors."),
     config_path: Path | None = ConfigOption,
     verbose: bool = typer.Option(False, "--verbose", "-v"),
+    wait_for_report: bool = typer.Option(
+        False,
+        "--wait-for-report",
+        help="Render the Evidently report before exiting (default: in the background).",
+    ),
 ) -> None:
     """Judge the latest window(s) of production samples and take the configured actions.
 
     The same logic as the scheduled drift-check flow, without Prefect. Exit 0 when no
-    monitor breached, 1 when any did (its action was taken).
+    monitor breached, 1 when any did (its action was taken). The Evidently report of
+    each window is rendered after its verdict, by a background process (its path is in
+    the summary; `--wait-for-report` renders it here instead).
     """
     _setup_logging(verbose)
     config = _load(config_path)
+    import driftgate.config as project_config
     from driftgate.flows.retrain import launch as launch_retrain
     from driftgate.gates.config import load_gate_config
     from driftgate.jobs.drift_check import judge_recent
@@ -347,12 +355,45 @@ def drift_check(
         # retrain: a run of the train deployment on a configured Prefect server, else
         # in process (no Prefect server is started here)
         launcher=launch_retrain,
+        # What the background report needs to read the same window again.
+        report_in_background=None
+        if wait_for_report
+        else {
+            # this command's --config, else the one before it (`driftgate --config X`)
+            "config": str(Path(chosen).resolve())
+            if (chosen := config_path or project_config._default_config_file)
+            else "",
+            "source": source or "",
+        },
     )
     for verdict in verdicts:
         typer.echo(verdict.markdown())
         typer.echo(f"report: {verdict.report_dir / 'summary.md'}\n")
     if any(v.breached for v in verdicts):
         raise typer.Exit(EXIT_FAILED)
+
+
+@app.command("render-report", hidden=True)
+def render_report(
+    start: str = typer.Option(..., "--start", callback=_time_option),
+    end: str = typer.Option(..., "--end", callback=_time_option),
+    version: str = typer.Option(..., "--version"),
+    into: Path = typer.Option(..., "--into", file_okay=False),
+    run_id: str | None = typer.Option(None, "--run-id"),
+    source: str | None = typer.Option(None, "--source"),
+    config_path: Path | None = ConfigOption,
+) -> None:
+    """The Evidently report of a judged window (what `drift-check` runs in the background)."""
+    _setup_logging(False)
+    config = _load(config_path)
+    from driftgate.jobs.drift_check import render_window_report
+
+    path = render_window_report(
+        config, start, end, version=version, into=into, run_id=run_id, source=source
+    )
+    if path is None:
+        raise typer.Exit(EXIT_FAILED)
+    typer.echo(f"report: {path}")
 
 
 reviews_app = typer.Typer(help="Reviews opened by monitors.", no_args_is_help=True)

@@ -2,9 +2,10 @@
 
 Thin: each window is :func:`driftgate.jobs.drift_check.judge_window` (the same function
 as ``driftgate drift-check``) with the flows' step runner (:mod:`driftgate.flows.steps`),
-so its six steps, ``read-window``, ``validate-window``, ``summarise-window``,
-``decide``, ``record`` and ``act``, are one task each and the Prefect UI shows where a
-run spent its time or failed; the flow adds a markdown and a table artifact per window.
+so its seven steps, ``read-window``, ``validate-window``, ``summarise-window``,
+``decide``, ``record``, ``act`` and ``report`` (the Evidently report, after the
+actions), are one task each and the Prefect UI shows where a run spent its time or
+failed; the flow adds a markdown and a table artifact per window.
 Deployments run it on each monitor's cron schedule from the gate config (one source of
 truth).
 

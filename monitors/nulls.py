@@ -29,9 +29,11 @@ binned statistics share (:class:`monitors.stattests.binned.BinnedBootstrap`, use
   the population, the rest from proposals that empty or thin a few of the heaviest
   bins, each weighted by its likelihood ratio, so the far tail a per-check level of
   ``1e-6`` needs (windows with several empty or thin bins, a lattice over empty-bin
-  patterns) is estimated rather than extrapolated (:class:`WeightedNull`). Cached per
-  (reference bins, statistic, size on a 3% grid), so a check costs a fraction of a
-  second per feature the first time and nothing after.
+  patterns) is estimated rather than extrapolated (:class:`WeightedNull`); the weights
+  are summed by the proposals' structure (:func:`_mixture_ratio`). Cached per
+  (reference bins, statistic, size on a 3% grid), in memory and on disk beside the
+  champion's profile (:func:`keep_nulls_in`), so a check costs 0.03-0.08 s per feature
+  the first time at a size and nothing after, in a fresh process too.
   Categorical windows of ``CONDITIONAL_MIN_ROWS`` rows or more: the permutation null
   conditional on the window's and the reference's counts (:func:`conditional_null`):
   there the reference's noise on its rare levels dominates and its rare tail cannot be
@@ -50,11 +52,16 @@ pass, never a breach.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
+import logging
 import math
+import os
+import sys
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -92,6 +99,7 @@ CONDITIONAL_DRAWS = 2000
 # column; more levels than this only split an already negligible per-level share).
 MAX_UNSEEN_LEVELS = 2048
 _cache: OrderedDict[tuple, WeightedNull] = OrderedDict()
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -322,16 +330,15 @@ def _proposals(p: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarra
     sizes = range(1, min(MAX_TILTED, tilted.size, int(np.sum(p > 0)) - 1) + 1)
     groups = [(k, f) for k in sizes for f in (0.0, THIN_FACTOR)]
     plain = PLAIN_SHARE if groups else 1.0
-    subsets, factors, probs = [np.zeros(tilted.size)], [1.0], [plain]
+    subsets, factors, probs = [np.zeros((1, tilted.size))], [[1.0]], [[plain]]
     for k, factor in groups:
-        combos = list(itertools.combinations(range(tilted.size), k))
-        for combo in combos:
-            row = np.zeros(tilted.size)
-            row[list(combo)] = 1.0
-            subsets.append(row)
-            factors.append(factor)
-            probs.append((1 - plain) / len(groups) / len(combos))
-    return np.array(subsets), np.array(factors), np.array(probs), tilted
+        combos = np.array(list(itertools.combinations(range(tilted.size), k)))
+        rows = np.zeros((len(combos), tilted.size))
+        rows[np.arange(len(combos))[:, None], combos] = 1.0
+        subsets.append(rows)
+        factors.append(np.full(len(combos), factor))
+        probs.append(np.full(len(combos), (1 - plain) / len(groups) / len(combos)))
+    return np.concatenate(subsets), np.concatenate(factors), np.concatenate(probs), tilted
 
 
 def _tilted_draws(p: np.ndarray, n: int, draws: int, rng) -> tuple[np.ndarray, np.ndarray]:
@@ -339,47 +346,122 @@ def _tilted_draws(p: np.ndarray, n: int, draws: int, rng) -> tuple[np.ndarray, n
     ``P_p(x) / sum_m pi_m P_m(x)`` (``<= 1 / PLAIN_SHARE``: the plain draws bound them).
 
     For a proposal ``m`` that scales the bins ``E`` by ``f`` (mass ``p_E`` moved),
-    ``log P_m(x) / P_p(x) = n log c + x_E log f`` with ``c = 1 / (1 - (1 - f) p_E)``:
-    only the tilted bins' counts enter, so the weights cost ``draws x proposals``.
+    ``P_m(x) / P_p(x) = c^n f^(x_E)`` with ``c = 1 / (1 - (1 - f) p_E)``: only the
+    tilted bins' counts enter (:func:`_mixture_ratio`).
     """
     subsets, factors, probs, tilted = _proposals(p, n)
-    mass = subsets @ p[tilted]
-    renorm = 1.0 / (1.0 - (1.0 - factors) * mass)
     chosen = rng.choice(probs.size, size=draws, p=probs)
     q = np.broadcast_to(p, (draws, p.size)).copy()
     q[:, tilted] *= 1.0 - (1.0 - factors[chosen, None]) * subsets[chosen]
     q /= q.sum(axis=1, keepdims=True)
     counts = rng.multinomial(n, q)
-    in_tilted = counts[:, tilted].astype(float)
-    log_factor = np.log(np.where(factors > 0, factors, 1.0))  # emptied: handled below
-    weights = np.empty(draws)
-    for start in range(0, draws, 2048):  # draws x proposals, a chunk at a time
-        x = in_tilted[start : start + 2048]
-        hit = x @ subsets.T  # rows of each window in each proposal's subset
-        log_ratio = n * np.log(renorm) + hit * log_factor
-        # An emptied proposal cannot draw a window with rows in its bins.
-        log_ratio = np.where((factors == 0) & (hit > 0), -np.inf, log_ratio)
-        terms = np.log(probs) + log_ratio
-        top = terms.max(axis=1, keepdims=True)
-        log_mix = top[:, 0] + np.log(np.exp(terms - top).sum(axis=1))
-        weights[start : start + 2048] = np.exp(-log_mix)
-    return counts, weights
+    mixture = _mixture_ratio(counts[:, tilted], p[tilted], n, subsets, factors, probs)
+    return counts, 1.0 / mixture
+
+
+def _mixture_ratio(x, p_tilted, n, subsets, factors, probs) -> np.ndarray:
+    """``sum_m pi_m P_m(x) / P_p(x)`` for each row of tilted counts ``x``.
+
+    Written for speed without a ``draws x proposals`` matrix (1,275 proposals: that
+    matrix, its logarithms and exponentials were most of a null's first build):
+
+    * an emptied proposal (``f = 0``) weighs ``pi_m c_m^n`` if the window has no row in
+      its bins, else nothing: a sum per pattern of empty tilted bins (at most 2^10),
+      looked up per window;
+    * the others (the plain draw, ``f = 1``, and the thinned, ``f < 1``) weigh
+      ``pi_m c_m^n prod_(j in E) f^(x_j)``: the tilted bins split in two halves ``A``
+      and ``B``, a product over ``E`` is one over ``E & A`` times one over ``E & B``, so
+      the sum is ``sum_(a, b) P_A[a] C[a, b] P_B[b]``: two tables of at most 32 partial
+      products per window and a 32 x 32 matrix of the proposals' constants.
+
+    Overflow is harmless: ``c^n`` is bounded for the thinned proposals by which bins are
+    tilted (``NEGLIGIBLE``), and an emptied one too large to represent gives the window
+    weight 0 (its true weight is below ``1e-300``).
+    """
+    x = np.asarray(x, dtype=np.int64)
+    bins = x.shape[1]
+    mass = subsets @ p_tilted
+    masks = (subsets.astype(np.int64) << np.arange(bins)).sum(axis=1)
+    total = np.zeros(x.shape[0])
+    with np.errstate(over="ignore", divide="ignore"):
+        constant = probs * np.exp(-n * np.log1p(-(1.0 - factors) * mass))
+        emptied = factors == 0
+        if emptied.any():
+            empty = ((x == 0).astype(np.int64) << np.arange(bins)).sum(axis=1)
+            patterns = np.arange(2**bins)
+            by_pattern = np.zeros(patterns.size)
+            for mask, value in zip(masks[emptied], constant[emptied], strict=True):
+                by_pattern[(patterns & mask) == mask] += value
+            total += by_pattern[empty]
+        half = bins // 2
+        low_bits, high_bits = (1 << half) - 1, ((1 << bins) - 1) ^ ((1 << half) - 1)
+        for factor in np.unique(factors[~emptied]):
+            these = factors == factor
+            if factor == 1.0:  # the plain draw: no bin scaled
+                total += constant[these].sum()
+                continue
+            table = np.zeros((2**half, 2 ** (bins - half)))
+            np.add.at(
+                table, (masks[these] & low_bits, (masks[these] & high_bits) >> half),
+                constant[these],
+            )  # fmt: skip
+            y = np.power(float(factor), x)  # f^(x_j) per window and tilted bin
+            low = _subset_products(y[:, :half])
+            high = _subset_products(y[:, half:])
+            total += (np.einsum("ia,ab->ib", low, table) * high).sum(axis=1)  # no BLAS threads
+    return total
+
+
+def _subset_products(y: np.ndarray) -> np.ndarray:
+    """``out[i, s] = prod_(j in s) y[i, j]`` for every subset ``s`` of the columns (bit
+    ``j`` of ``s`` set: column ``j`` in it)."""
+    out = np.ones((y.shape[0], 2 ** y.shape[1]))
+    for j in range(y.shape[1]):
+        width = 1 << j
+        out[:, width : 2 * width] = out[:, :width] * y[:, j : j + 1]
+    return out
 
 
 def binned_null(test: str, reference, n: int, draws: int = NULL_DRAWS) -> WeightedNull:
     """The no-drift distribution of ``test`` on ``reference`` for windows of ``n`` rows:
     reference samples of the reference's size from the population, windows from the
     importance proposals of :func:`_tilted_draws` (the reference's noise is drawn the
-    same way under both, so it needs no weight)."""
+    same way under both, so it needs no weight).
+
+    Cached in memory, and on disk when the reference's profile was opened with
+    :func:`keep_nulls_in` (read back, a fresh process does not build it again)."""
     p, n_ref = null_population(reference)
     categorical = isinstance(reference, CategoricalProfile)
-    key = (test, hashlib.sha1(p.tobytes()).hexdigest(), n_ref, n, draws)
-    if categorical:  # its own null (levels absent from both sides are no bins)
-        key += ("categorical",)
+    key = _null_key(test, p, n_ref, n, draws, categorical)
     cached = _cache.get(key)
     if cached is not None:
         _cache.move_to_end(key)
         return cached
+    folder = _null_folders.get((key[1], n_ref, categorical))
+    null = None if folder is None else _read_null(folder, test, key)
+    if null is None:
+        null = _build_binned_null(test, p, n_ref, n, draws, categorical, key)
+        if folder is not None:
+            _write_null(folder, test, key, null)
+    _cache[key] = null
+    if len(_cache) > _CACHE_SIZE:
+        _cache.popitem(last=False)
+    return null
+
+
+def _null_key(test: str, p: np.ndarray, n_ref: int, n: int, draws: int, categorical: bool) -> tuple:
+    """What a binned null depends on (and its seed): the statistic, the population's
+    digest, the reference's and the window's sizes, the draws."""
+    key = (test, hashlib.sha1(p.tobytes()).hexdigest(), n_ref, n, draws)
+    if categorical:  # its own null (levels absent from both sides are no bins)
+        key += ("categorical",)
+    return key
+
+
+def _build_binned_null(
+    test: str, p: np.ndarray, n_ref: int, n: int, draws: int, categorical: bool, key: tuple
+) -> WeightedNull:
+    """What :func:`binned_null` computes on a cache miss (seeded by its key)."""
     seed = int.from_bytes(hashlib.sha1(repr(key).encode()).digest()[:8], "little")
     rng = np.random.default_rng(seed)
     scale_ref = max(n_ref, 1)
@@ -391,13 +473,91 @@ def binned_null(test: str, reference, n: int, draws: int = NULL_DRAWS) -> Weight
     survival = np.cumsum(weights[::-1])[::-1] / draws
     mean = float(np.sum(weights * values) / np.sum(weights))
     spread = float(np.sqrt(np.sum(weights * (values - mean) ** 2) / np.sum(weights)))
-    null = WeightedNull(
+    return WeightedNull(
         n=n, draws=values, survival=survival, tail_scale=max(spread, 1e-12), mean=mean
     )
-    _cache[key] = null
-    if len(_cache) > _CACHE_SIZE:
-        _cache.popitem(last=False)
-    return null
+
+
+# -- the binned nulls on disk, next to the profile they were built from --------------
+# (population digest, reference size, categorical) -> folder: filled by keep_nulls_in.
+_null_folders: dict[tuple[str, int, bool], Path] = {}
+
+
+def keep_nulls_in(profile, folder: str | Path) -> None:
+    """Keep the binned nulls of ``profile``'s features (a ``ReferenceProfile``) in
+    ``folder``: each null built for one of them is written there, and read from there
+    by any later process instead of being built again (0.03-0.9 s per feature and
+    window size, against about a millisecond to read).
+
+    Safe to share: a file is named and checked by everything the null depends on (the
+    statistic, the population's digest and the reference's size, the window's size, the
+    draws, and a fingerprint of the code that builds it and of numpy's version), so a
+    different profile, size or build never reuses it; a file that does not match or
+    does not load is built again. Plain arrays (``.npz``), read with ``allow_pickle=False``.
+    """
+    for feature in profile.features.values():
+        if isinstance(feature, NumericProfile | CategoricalProfile):
+            p, n_ref = null_population(feature)
+            digest = hashlib.sha1(p.tobytes()).hexdigest()
+            categorical = isinstance(feature, CategoricalProfile)
+            _null_folders[(digest, n_ref, categorical)] = Path(folder)
+
+
+@functools.cache
+def _code_fingerprint(test: str) -> str:
+    """A digest of the code a binned null of ``test`` is built by: this module, the
+    binned statistics' module, the statistic's own module, numpy's version (its
+    generators' streams)."""
+    rows = getattr(_binned(test), "rows", None)
+    modules = {__name__, "driftgate.monitors.stattests.binned", getattr(rows, "__module__", "")}
+    digest = hashlib.sha1(np.__version__.encode())
+    for name in sorted(modules):
+        module = sys.modules.get(name)
+        source = getattr(module, "__file__", None)
+        digest.update(name.encode())
+        digest.update(
+            Path(source).read_bytes() if source else getattr(rows, "__qualname__", "?").encode()
+        )
+    return digest.hexdigest()
+
+
+def _null_file(folder: Path, test: str, key: tuple) -> tuple[Path, str]:
+    identity = repr((key, _code_fingerprint(test)))
+    name = hashlib.sha256(identity.encode()).hexdigest()[:32]
+    return folder / f"{test}-n{key[3]}-{name}.npz", identity
+
+
+def _read_null(folder: Path, test: str, key: tuple) -> WeightedNull | None:
+    path, identity = _null_file(folder, test, key)
+    try:
+        with np.load(path, allow_pickle=False) as stored:
+            if str(stored["identity"]) != identity:
+                return None
+            return WeightedNull(
+                n=int(stored["n"]),
+                draws=stored["draws"],
+                survival=stored["survival"],
+                tail_scale=float(stored["tail_scale"]),
+                mean=float(stored["mean"]),
+            )
+    except (OSError, KeyError, ValueError):  # absent, unreadable, another format
+        return None
+
+
+def _write_null(folder: Path, test: str, key: tuple, null: WeightedNull) -> None:
+    path, identity = _null_file(folder, test, key)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        scratch = folder / f".{path.name}.{os.getpid()}.tmp"
+        with scratch.open("wb") as out:
+            np.savez(
+                out, identity=np.array(identity), n=np.array(null.n), draws=null.draws,
+                survival=null.survival, tail_scale=np.array(null.tail_scale),
+                mean=np.array(null.mean),
+            )  # fmt: skip
+        os.replace(scratch, path)  # whole or not at all, for a concurrent reader
+    except OSError as exc:  # a read-only home: the null is rebuilt next time
+        log.debug("binned null not kept in %s: %s", folder, exc)
 
 
 def most_extreme_binned(test: str, reference, n: int) -> float:
@@ -434,5 +594,6 @@ def decision_bound(test: str, reference, n: int, threshold: float, level: float)
 
 
 def clear_cache() -> None:
-    """Forget the cached null distributions (tests)."""
+    """Forget the cached null distributions and where they are kept on disk (tests)."""
     _cache.clear()
+    _null_folders.clear()

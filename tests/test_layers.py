@@ -395,7 +395,7 @@ def test_each_job_runs_its_journey_through_the_step_runner():
         "evaluate_model",
         "register_model",
     }
-    assert {"read", "validate", "summarise", "decide", "record", "act"} == steps[
+    assert {"read", "validate", "summarise", "decide", "record", "act", "report"} == steps[
         "driftgate.jobs.drift_check"
     ]
     assert steps["driftgate.jobs.promote"] == {"evaluate_gates", "write_gate_reports", "promote"}

@@ -20,6 +20,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -424,7 +425,15 @@ def test_drift_check_prints_and_writes_no_tracking_credentials(credentialled_pro
     assert "report: " in done.stdout  # a window was judged and its run logged
     assert_no_secret(done.stdout, "drift-check stdout")
     assert_no_secret(done.stderr, "drift-check stderr")
+    # The Evidently report renders in a background process after the verdict (issue
+    # 32): its files, its log and its MLflow upload are checked too, once it ended.
+    [log] = (credentialled_project / "state").rglob("evidently.log")
+    deadline = time.monotonic() + 300
+    while "report: " not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert "report: " in log.read_text(), log.read_text()[-3000:]
     written = _state_files(credentialled_project)
+    assert "evidently.html" in written
     assert "summary.md" in written
     assert_no_secret(written, "files written by drift-check")
 

@@ -94,7 +94,12 @@ from driftgate.registry.names import (
     WEIGHTS_FOLDER,
 )
 from driftgate.registry.promotion import move_champion, record_gate_result, rollback_champion
-from driftgate.registry.runs import RegisteredVersion, log_monitoring_run, log_training_run
+from driftgate.registry.runs import (
+    RegisteredVersion,
+    log_monitoring_run,
+    log_run_artifacts,
+    log_training_run,
+)
 from driftgate.registry.versions import (
     VersionInfo,
     alias_version,
@@ -181,6 +186,7 @@ __all__ = [
     "load_weights",
     "log_exports",
     "log_monitoring_run",
+    "log_run_artifacts",
     "log_training_run",
     "mark_complete",
     "mlflow_client",

@@ -232,3 +232,17 @@ def log_monitoring_run(
             return run.info.run_id
 
     return registry_call(f"cannot log the drift check {run_name}", log)
+
+
+def log_run_artifacts(
+    tracking: TrackingSettings, run_id: str, artifacts: Mapping[str, Path]
+) -> None:
+    """Add files to a finished run (``artifacts``: artifact folder -> local file): the
+    drift check's Evidently report, rendered after the decision and the actions."""
+
+    def log() -> None:
+        client = mlflow_client(tracking)
+        for folder, path in artifacts.items():
+            client.log_artifact(run_id, str(path), artifact_path=folder)
+
+    registry_call(f"cannot add {', '.join(artifacts)} to run {run_id}", log)

@@ -180,7 +180,13 @@ def test_each_window_is_an_mlflow_run_with_metrics_and_evidence(monitored):
     assert {"drift", "monitors", "contract", "report"} <= artifacts
     report = client.list_artifacts(verdict.run_id, "report")[0]
     assert report.path.endswith("evidently.html") and report.file_size > 10_000
-    assert (verdict.report_dir / "summary.md").read_text().count("mean-shift-kl") >= 1
+    summary = (verdict.report_dir / "summary.md").read_text()
+    assert summary.count("mean-shift-kl") >= 1
+    # Rendered by the last step, after the actions: beside the summary, which names it.
+    assert verdict.evidently_report == verdict.report_dir / "evidently.html"
+    assert verdict.evidently_report.stat().st_size > 10_000
+    assert f"Evidently report: {verdict.evidently_report}" in summary
+    assert verdict.to_summary()["evidently_report"] == str(verdict.evidently_report)
 
 
 def test_an_empty_window_is_reported_as_no_data(monitored):
@@ -393,3 +399,20 @@ def test_a_window_already_acted_on_says_so_and_the_report_shows_corrected_and_fl
     assert (row["corrected"], row["floor"], row["detectable"]) == ("0.21", "0.05", "0.07")
     header = verdict.markdown().splitlines()[4]
     assert "| corrected |" in header and "| floor |" in header
+
+
+def test_the_report_rendered_apart_reads_the_same_window_and_version(monitored, tmp_path):
+    """What `driftgate drift-check` runs in the background after the verdict."""
+    config = monitored["config"]
+    path = job.render_window_report(
+        config, *CALM, version=monitored["version"], into=tmp_path, run_id=None
+    )
+    assert path == tmp_path / "evidently.html" and path.stat().st_size > 10_000
+    assert "visibility" in path.read_text()  # a report of the window's features
+    # A window with no samples renders nothing and says so (a warning, no exception).
+    assert (
+        job.render_window_report(
+            config, "2000-01-01", "2000-01-02", version=monitored["version"], into=tmp_path / "x"
+        )
+        is None
+    )
