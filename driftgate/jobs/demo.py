@@ -23,7 +23,6 @@ import secrets
 import subprocess
 import sys
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -151,9 +150,9 @@ def run_loop(config: ProjectConfig, config_arg: str | None, flows: DemoFlows, sa
             replay.close()
         counts, seconds = replay.counts, time.perf_counter() - started
         say(
-            f"  {counts.sent} requests: {counts.ok} answered and stored, {counts.rejected} "
+            f"  {counts.sent} requests: {counts.accepted} answered and stored, {counts.refused} "
             f"rejected (422, stored as rejected records), {counts.unavailable} refused (503); "
-            f"{counts.with_fault} with the fault; {counts.labelled} labels accepted by "
+            f"{replay.with_fault} with the fault; {counts.labels_accepted} labels accepted by "
             f"POST /feedback ({seconds:.0f} s with the checks)"
         )
         say_retrains(config, say)
@@ -509,17 +508,6 @@ FAULT_EVERY = 3
 # Labels arrive this long (event time) after the request they label, as a rain gauge
 # read at the month's end would: every yearly window has its labels when it is judged.
 LABEL_DELAY_DAYS = 30
-LABEL_BATCH = 64
-
-
-@dataclass
-class ReplayCounts:
-    sent: int = 0
-    ok: int = 0
-    rejected: int = 0
-    unavailable: int = 0
-    with_fault: int = 0
-    labelled: int = 0
 
 
 def start_service(
@@ -572,72 +560,52 @@ def stop_service(process: subprocess.Popen) -> None:
 
 
 class ProductionReplay:
-    """POST production days in date order, with each date as event time.
+    """POST production days in date order, with each date as event time, through the
+    same sender as ``driftgate replay`` (:class:`driftgate.jobs.replay.ReplaySender`).
 
     Until ``fault_fixed``, days of ``FAULT_YEAR`` lose ``FAULT_FEATURE`` on every
     ``FAULT_EVERY``-th day (null). Each answered day's label (its ``target``) goes to
     ``POST /feedback`` once the replay is ``LABEL_DELAY_DAYS`` past it, in batches; the
-    rest at :meth:`close`.
+    rest at :meth:`close`. Request ids are new on every run (the demo's stores outlive
+    it, and a second run replays the same days).
     """
 
     def __init__(self, base_url: str, features: list[str], target: str, token: str) -> None:
         import httpx
         import pandas as pd
 
+        from driftgate.jobs.replay import ReplayCounts, ReplaySender
+
         self.client = httpx.Client(base_url=base_url, timeout=30)
         self.features, self.target = features, target
-        self.headers = {"Authorization": f"Bearer {token}"}
-        self.delay = pd.Timedelta(days=LABEL_DELAY_DAYS)
         self.counts = ReplayCounts()
+        self.sender = ReplaySender(
+            self.client, self.counts, token, pd.Timedelta(days=LABEL_DELAY_DAYS)
+        )
         self.fault_fixed = False
-        self.waiting: deque = deque()  # (day, label item) of answered requests, oldest first
+        self.with_fault = 0
         self.index = 0  # position in the production period (the fault's rhythm)
+        self.run = secrets.token_hex(4)
 
     def send(self, frame) -> None:
         for row in frame.itertuples(index=False):
             record = {name: float(getattr(row, name)) for name in self.features}
-            day = row.date
+            day = row.date.tz_localize("UTC")
             faulty = day.year == FAULT_YEAR and self.index % FAULT_EVERY == 0
             if faulty and not self.fault_fixed:
                 record[FAULT_FEATURE] = None
-                self.counts.with_fault += 1
+                self.with_fault += 1
+            request_id = f"demo-{day:%Y-%m-%d}-{self.run}-{self.index}"
             self.index += 1
-            request_id = f"demo-{day:%Y-%m-%d}-{secrets.token_hex(4)}"
-            response = self.client.post(
-                "/predict",
-                json={"records": [record], "timestamp": day.tz_localize("UTC").isoformat()},
-                headers={"X-Request-ID": request_id},
-            )
-            self.counts.sent += 1
-            if response.status_code == 200:
-                self.counts.ok += 1
-                label = {"request_id": request_id, "record_index": 0,
-                         "label": int(getattr(row, self.target))}  # fmt: skip
-                self.waiting.append((day, label))
-            elif response.status_code == 503:
-                self.counts.unavailable += 1
-            else:
-                self.counts.rejected += 1
-            self.send_labels(until=day - self.delay)
-
-    def send_labels(self, until=None) -> None:
-        """Labels of the requests answered up to ``until`` (all: None)."""
-        while self.waiting and (until is None or self.waiting[0][0] <= until):
-            batch = []
-            while (
-                self.waiting
-                and len(batch) < LABEL_BATCH
-                and (until is None or self.waiting[0][0] <= until)
-            ):
-                batch.append(self.waiting.popleft()[1])
-            answer = self.client.post("/feedback", json=batch, headers=self.headers)
-            if answer.status_code != 200:
-                raise RuntimeError(f"POST /feedback: HTTP {answer.status_code} {answer.text}")
-            self.counts.labelled += int(answer.json()["accepted"])
+            label = int(getattr(row, self.target))
+            self.sender.predict(request_id, record, day, label)
+            self.sender.send_due(day)
+        if len(frame):  # the year's check sees every label due by its last day
+            self.sender.send_due(day, wait=True)
 
     def close(self) -> None:
         try:
-            self.send_labels()
+            self.sender.send_due(None)
         finally:
             self.client.close()
 

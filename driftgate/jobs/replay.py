@@ -249,7 +249,7 @@ def replay_file(
             f"'{rows.key}'"
             + (f"; labels {_delay_text(labels_after)} after their requests" if labelled else "")
         )
-        sender = _Sender(client, counts, token if labelled else None, labels_after)
+        sender = ReplaySender(client, counts, token if labelled else None, labels_after)
         outcome = ReplayOutcome(counts, 0.0, problems=sender.problems)
         started = last_said = time.monotonic()
         try:
@@ -282,8 +282,9 @@ def _delay_text(delay: pd.Timedelta | None) -> str:
     return "at once" if not delay else f"{delay} (event time)"
 
 
-class _Sender:
-    """The HTTP side: one request per row, labels in batches once due."""
+class ReplaySender:
+    """The HTTP side of a replay: one request per row, labels in batches once due (the
+    demo's year-by-year replay sends through it too)."""
 
     def __init__(self, client, counts: ReplayCounts, token: str | None, delay) -> None:
         self.client, self.counts = client, counts
@@ -338,16 +339,18 @@ class _Sender:
             self.counts.failed += 1
             self._problem(f"{request_id}: HTTP {status} {answer.text[:300]}")
 
-    def send_due(self, now) -> None:
+    def send_due(self, now, *, wait: bool = False) -> None:
         """Send the labels due by event time ``now`` (all of them: None): in batches
         of ``LABEL_BATCH``, or what is due once a second, so that a label reaches the
-        service about when it is due without one request per label."""
+        service about when it is due without one request per label; ``wait``: every due
+        label now (before a check that should see them)."""
 
         def due() -> int:
             return sum(1 for when, _ in self.waiting if when is None or now is None or when <= now)
 
         ready = due()
-        if now is not None and ready < LABEL_BATCH and time.monotonic() - self.flushed < 1.0:
+        held = not wait and ready < LABEL_BATCH and time.monotonic() - self.flushed < 1.0
+        if now is not None and held:
             return
         while ready:
             batch = [self.waiting.popleft()[1] for _ in range(min(ready, LABEL_BATCH))]
