@@ -50,10 +50,14 @@ def project(trained_model, tmp_path):
     champion = trained_model.outcome.registered.version
     # The session's model, registered under this module's name, is the champion.
     original = client.get_model_version(trained_model.config.model.name, champion)
+    # Its source is a logged model (`models:/m-...`), which MLflow's registry looks up
+    # through the process-wide tracking URI, not this client's (in CI an earlier module
+    # on the same worker had left it on another store): name its artifacts instead.
+    source = original.source
+    if source.startswith("models:/m-"):
+        source = client.get_logged_model(source.removeprefix("models:/")).artifact_location
     client.create_registered_model(config.model.name)
-    version = client.create_model_version(
-        config.model.name, original.source, run_id=original.run_id
-    ).version
+    version = client.create_model_version(config.model.name, source, run_id=original.run_id).version
     client.set_registered_model_alias(config.model.name, registry.CHAMPION_ALIAS, version)
     return {"config": config, "client": client, "champion": str(version)}
 
