@@ -168,7 +168,7 @@ def open_service(
     champion = ChampionWatcher(
         config.tracking,
         model_name,
-        make_checker=lambda features, contract: build_checker(features, contract),
+        make_checker=build_checker,
         contract=contract_path,
         poll_seconds=settings.model_poll_seconds,
         on_reload=on_reload,
