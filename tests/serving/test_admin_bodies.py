@@ -190,7 +190,12 @@ def test_a_cause_stored_before_the_rules_is_cut_and_escaped_in_every_503_and_log
     assert all(len(link) == MAX_LINK_CHARS and link.endswith("…") for link in answer["evidence"])
     print(f"stored evidence {sum(map(len, links)):,} characters; paused 503 {len(body):,} bytes")
     assert answer["actor"] == "old\\x1b[2Kversion"
-    lines = [r.getMessage() for r in caplog.records if "inference PAUSED" in r.getMessage()]
+    # The pause can answer a request a moment before its poller writes the log line
+    # (a CI run asserted in between and found no line): wait for the line as well.
+    lines = wait_for(
+        lambda: [r.getMessage() for r in caplog.records if "inference PAUSED" in r.getMessage()],
+        what="the pause's log line",
+    )
     assert lines and not [line for line in lines if "\n" in line or "\x1b" in line], lines
 
 
