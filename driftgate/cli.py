@@ -415,17 +415,16 @@ def reviews_list(
         store.close()
     if not found:
         typer.echo(f"no {status} reviews for {config.model.name}")
-    from driftgate.monitors.stattests import STATTESTS
+    from driftgate.monitors.kinds import kind_of
+    from driftgate.monitors.results import breach_comparison
 
     for review in found:
         first, last = review.last_window
-        observed = "-" if review.observed is None else f"{review.observed:.4g}"
-        # A p-value breaches below its level: "chi2 1e-30 > 0.05" read backwards.
-        test = STATTESTS.get(review.metric)
-        if test is not None and test.direction == "p_value":
-            comparison = f"p = {observed} < {review.threshold:g}"
-        else:
-            comparison = f"{observed} > {review.threshold:g}"
+        try:  # the kind of its metric says whether the stored value is a p-value
+            p_value = kind_of(review.metric).observed_is_p_value(review.metric)
+        except ValueError:  # a metric no kind takes now (a plugin since removed)
+            p_value = False
+        comparison = breach_comparison(review.observed, review.threshold, p_value)
         typer.echo(
             f"{review.id}  {review.status:<8} v{review.model_version}  {review.monitor}: "
             f"{review.metric} {comparison}  "

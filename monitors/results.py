@@ -25,6 +25,14 @@ def split_metric(metric: str) -> tuple[str, str | None]:
     return (name, argument) if colon else (metric, None)
 
 
+def breach_comparison(observed: float | None, threshold: float, p_value: bool) -> str:
+    """How a breach reads: ``p = 7.5e-08 < 0.05`` for a p-value, which breaches below
+    its level (``7.5e-08 > 0.05`` read backwards), else ``0.31 > 0.1``. The one wording
+    of a review's line, in the action's text and in ``driftgate reviews list``."""
+    shown = "-" if observed is None else f"{observed:.4g}"
+    return f"p = {shown} < {threshold:g}" if p_value else f"{shown} > {threshold:g}"
+
+
 @dataclass(frozen=True)
 class MonitorResult:
     """One monitor on one window.

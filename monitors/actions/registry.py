@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-from driftgate.monitors.results import MonitorResult
+from driftgate.monitors.results import MonitorResult, breach_comparison
 
 
 class UnknownActionError(KeyError):
@@ -61,11 +61,9 @@ class ActionRequest:
                 f"{result.details['reference_estimate']:.4g} "
                 f"({self.start.isoformat()}..{self.end.isoformat()})"
             )
-        # A p-value breaches below its level: "ks 1.5e-322 > 0.05" read backwards.
-        if result.details.get("observed") == "p_value":
-            comparison = f"p = {observed} < {result.threshold:g}"
-        else:
-            comparison = f"{observed} > {result.threshold:g}"
+        comparison = breach_comparison(
+            result.observed, result.threshold, result.details.get("observed") == "p_value"
+        )
         return (
             f"{result.monitor}: {result.metric} {comparison} on "
             f"{', '.join(result.breached_features) or 'the window'} "

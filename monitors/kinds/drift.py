@@ -41,6 +41,12 @@ class DriftKind(MonitorKind):
                 f"unknown statistic '{metric}' (known: {', '.join(sorted(STATTESTS))}, or {others})"
             )
 
+    def observed_is_p_value(self, metric: str) -> bool:
+        from driftgate.monitors.stattests import STATTESTS
+
+        test = STATTESTS.get(metric)
+        return test is not None and test.direction == "p_value"
+
     def validate(self, monitor) -> None:
         # A statistic without a no-drift distribution cannot keep a false-alarm budget:
         # deciding it on its threshold under a "calibrated" monitor (and letting the

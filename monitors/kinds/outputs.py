@@ -54,6 +54,9 @@ class PredictionDriftKind(_OutputsKind):
     def matches(self, metric: str) -> bool:
         return metric == PREDICTION_DRIFT
 
+    def observed_is_p_value(self, metric: str) -> bool:
+        return True  # the smallest p-value of its tests on the outputs (monitors.outputs)
+
     def plan_outputs(self, monitor, outputs, rows: int) -> KindPlan:
         from driftgate.monitors.outputs import prediction_tests
 

@@ -161,6 +161,12 @@ class MonitorKind:
             )
         return KindPlan(level=monitor.level(1), note=uncalibrated_note(monitor))
 
+    def observed_is_p_value(self, metric: str) -> bool:
+        """Whether a result's ``observed`` value for ``metric`` is a p-value, which
+        breaches *below* its threshold: what a stored review (which keeps only its
+        metric) is worded by (:func:`monitors.results.breach_comparison`)."""
+        return False
+
     def level_tests(self, monitor, features: int) -> int | None:
         """How many tests a check's level is split over (None: the kind has no level)."""
         return features

@@ -401,3 +401,36 @@ def test_what_training_cannot_learn_is_one_message_naming_the_column(
     assert message in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "state" / "mlflow.db").exists()
+
+
+@pytest.mark.parametrize(
+    ("metric", "observed", "threshold", "said"),
+    [
+        ("prediction_drift", 7.455e-08, 0.05, "prediction_drift p = 7.455e-08 < 0.05"),
+        ("chi2", 1e-30, 0.1, "chi2 p = 1e-30 < 0.1"),
+        ("kl", 0.31, 0.1, "kl 0.31 > 0.1"),
+        ("performance:accuracy", 0.61, 0.05, "performance:accuracy 0.61 > 0.05"),
+    ],
+)
+def test_reviews_list_words_a_p_value_as_breaching_below_its_level(
+    project, metric, observed, threshold, said
+):
+    """A stored review keeps only its metric: its kind says whether the value is a
+    p-value. A prediction-drift review read `7.455e-08 > 0.05` (issue 30's leftover)."""
+    from driftgate.config import load_config
+    from driftgate.stores.factories import review_store
+
+    config = load_config(project / "driftgate.yaml")
+    store = review_store(config)
+    try:
+        store.open_or_update(
+            model_name="cli-model", model_version="1", monitor="m", metric=metric,
+            window_start="2026-01-01T00:00:00+00:00", window_end="2026-01-01T01:00:00+00:00",
+            observed=observed, threshold=threshold,
+        )  # fmt: skip
+    finally:
+        store.close()
+    config_file = str(project / "driftgate.yaml")
+    result = CliRunner().invoke(app, ["reviews", "list", "--config", config_file])
+    assert result.exit_code == 0, result.output
+    assert f"m: {said}  breaches 1" in result.output
