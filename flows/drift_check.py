@@ -5,7 +5,9 @@ as ``driftgate drift-check``) with the flows' step runner (:mod:`driftgate.flows
 so its seven steps, ``read-window``, ``validate-window``, ``summarise-window``,
 ``decide``, ``record``, ``act`` and ``report`` (the Evidently report, after the
 actions), are one task each and the Prefect UI shows where a run spent its time or
-failed; the flow adds a markdown and a table artifact per window.
+failed; the flow adds a markdown and a table artifact per window, and for a review to
+which a window's refused traffic added a contract revision proposal, asks a person in
+the Prefect UI (:func:`driftgate.flows.contract_revision.ask_for_review`).
 Deployments run it on each monitor's cron schedule from the gate config (one source of
 truth).
 
@@ -27,6 +29,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from driftgate.config import load_config
+from driftgate.flows.contract_revision import ask_for_review
 from driftgate.flows.retrain import launch as launch_retrain
 from driftgate.flows.steps import prefect_step
 from driftgate.gates.config import load_gate_config
@@ -154,5 +157,7 @@ def drift_check_flow(
         create_table_artifact(
             key=f"{slug}-table"[:100], table=verdict.summary_rows(), description="monitors"
         )
+        for review_id in verdict.proposals:  # a person decides: ask in the Prefect UI
+            logger.info("review %s: %s", review_id, ask_for_review(config, review_id))
         summaries.append(verdict.to_summary())
     return summaries

@@ -120,6 +120,9 @@ class TrainedModel:
     outcome: object
     aliases_after_registration: dict  # other tests later move aliases in this shared store
     steps: tuple[str, ...] = ()  # the training journey's steps, as it ran them
+    # The version's tags as registration left them (other tests tag it later, e.g. an
+    # accepted contract revision retags the champion).
+    tags_after_registration: dict | None = None
 
 
 @pytest.fixture(scope="session")
@@ -138,9 +141,12 @@ def trained_model(project_config) -> TrainedModel:
         tracking_uri=project_config.tracking.uri, registry_uri=project_config.tracking.uri
     )
     aliases = dict(client.get_registered_model(project_config.model.name).aliases)
+    registered = outcome.registered
+    tags = dict(client.get_model_version(registered.model_name, registered.version).tags)
     return TrainedModel(
-        project_config, data, result, metrics, outcome, aliases, steps=recorder.names
-    )
+        project_config, data, result, metrics, outcome, aliases, steps=recorder.names,
+        tags_after_registration=tags,
+    )  # fmt: skip
 
 
 def mlflow_client(uri: str):

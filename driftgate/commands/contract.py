@@ -201,5 +201,5 @@ def revise_command(
     tagged = f"; champion v{accepted.champion} tagged" if accepted.champion else ""
     typer.echo(
         f"wrote {accepted.path} (contract v{accepted.revision.revised.version}){tagged}; "
-        f"review {review.id} resolved. The service applies it at its next champion poll."
+        f"review {review.id} resolved; {accepted.service_note}."
     )

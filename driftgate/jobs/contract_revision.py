@@ -46,8 +46,6 @@ log = logging.getLogger(__name__)
 PROPOSAL_PREFIX = "contract revision proposed"
 # The metric whose breaches carry a proposal.
 REFUSED_METRIC = "rejected_share"
-# The champion's tags naming the contract version accepted while it served.
-CONTRACT_TAG, CONTRACT_FILE_TAG = "driftgate.contract", "driftgate.contract_file"
 
 
 class RevisionError(DriftgateError):
@@ -60,6 +58,18 @@ class AcceptedRevision:
     path: Path
     review_id: str
     champion: str | None  # the model version tagged, None without a champion
+    # serving.contract, when it pins a file: the service keeps validating with it.
+    pinned: Path | None = None
+
+    @property
+    def service_note(self) -> str:
+        """What the running service does with the new version, for the person."""
+        if self.pinned is not None:
+            return (
+                f"the service does NOT apply it: serving.contract pins {self.pinned}; point "
+                "serving.contract at the new file (or remove it) and restart the service"
+            )
+        return "the service applies it at its next champion poll"
 
 
 def window_traffic(
@@ -129,7 +139,9 @@ def propose_for_review(config: ProjectConfig, review_id: str):
     return review, revision
 
 
-def accept_revision(config: ProjectConfig, review_id: str, *, by: str) -> AcceptedRevision:
+def accept_revision(
+    config: ProjectConfig, review_id: str, *, by: str, reason: str | None = None
+) -> AcceptedRevision:
     """Write the revision ``review_id``'s window asks for as the contract's next version,
     tag the champion with it and resolve the review (the module doc).
 
@@ -166,14 +178,37 @@ def accept_revision(config: ProjectConfig, review_id: str, *, by: str) -> Accept
             config.tracking,
             config.model.name,
             champion,
-            {CONTRACT_TAG: f"{revision.revised.name} v{version}", CONTRACT_FILE_TAG: str(path)},
+            {
+                registry.TAG_CONTRACT: f"{revision.revised.name} v{version}",
+                registry.TAG_CONTRACT_FILE: str(path),
+            },
         )
+    pinned = config.resolve(config.serving.contract) if config.serving.contract else None
+    accepted = AcceptedRevision(revision, path, review_id, champion, pinned)
     reviews = review_store(config)
     try:
-        reviews.add_evidence(review_id, [f"contract revision v{version} accepted by {by}: {path}"])
+        why = f" ({reason})" if reason else ""
+        line = f"contract revision v{version} accepted by {by}{why}: {path}"
+        # A pin is said where the person reads the review, not only in a log.
+        reviews.add_evidence(review_id, [f"{line}; {accepted.service_note}" if pinned else line])
         if review.status == "open":
             reviews.resolve(review_id, by=by, resolution=f"contract revised to v{version}: {path}")
     finally:
         reviews.close()
     log.info("contract %s v%d accepted by %s: %s", revision.revised.name, version, by, path)
-    return AcceptedRevision(revision, path, review_id, champion)
+    if pinned is not None:
+        log.warning("review %s: %s", review_id, accepted.service_note)
+    return accepted
+
+
+def record_declined(config: ProjectConfig, review_id: str, *, by: str | None, reason: str) -> None:
+    """A proposal a person declined (or nobody answered, ``by`` None), on the review's
+    evidence; no contract is written and the review stays as it is (the refused traffic
+    goes on, and its next window proposes again)."""
+    who = f"declined by {by}" if by else "not answered"
+    reviews = review_store(config)
+    try:
+        reviews.add_evidence(review_id, [f"contract revision {who}: {reason}"])
+    finally:
+        reviews.close()
+    log.info("contract revision on review %s %s: %s", review_id, who, reason)

@@ -30,6 +30,7 @@ TRAIN_ENTRYPOINT = "driftgate.flows.train.train_flow"
 PROMOTE_ENTRYPOINT = "driftgate.flows.promote.validate_and_promote"
 DRIFT_CHECK_ENTRYPOINT = "driftgate.flows.drift_check.drift_check_flow"
 RETENTION_ENTRYPOINT = "driftgate.flows.retention.sample_retention_flow"
+CONTRACT_ENTRYPOINT = "driftgate.flows.contract_revision.revise_contract"
 # Hourly, off the hour: retention is cheap and need not compete with hourly checks.
 RETENTION_CRON = "17 * * * *"
 DEFAULT_WORK_POOL = "driftgate"
@@ -108,6 +109,20 @@ def plan_deployments(
                 ),
                 cron=monitor.schedule,
                 tags=[*tags, f"monitor:{monitor.name}", f"action:{monitor.action}"],
+            )
+        )
+    if config.data.contract is not None:
+        plans.append(
+            DeploymentPlan(
+                flow_name="revise-contract",
+                name=model,
+                entrypoint=CONTRACT_ENTRYPOINT,
+                parameters=dict(common),
+                description=(
+                    f"Ask a person to accept or decline the contract revision a review of "
+                    f"{model}'s refused traffic proposes (started by the drift check)."
+                ),
+                tags=tags,
             )
         )
     if config.serving.sample_retention is not None:

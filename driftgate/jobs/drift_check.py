@@ -119,6 +119,9 @@ class WindowVerdict:
     drift_metrics: dict[str, float] = field(default_factory=dict)
     report_dir: Path | None = None
     evidently_report: Path | None = None  # written by the last step (:func:`report`)
+    # Reviews to which this window's refused traffic added a contract revision proposal
+    # (a person accepts it: the CLI, or the revise-contract flow the drift-check flow starts).
+    proposals: list[str] = field(default_factory=list)
 
     @property
     def breached(self) -> list[str]:
@@ -989,7 +992,10 @@ def act(
                 )
                 taken = take_action(action, request, ports)
                 if result.metric == REFUSED_METRIC and taken.changed and taken.review_id:
-                    taken.detail += _propose_revision(config, reviews, verdict, taken.review_id)
+                    proposed, said = _propose_revision(config, reviews, verdict, taken.review_id)
+                    taken.detail += said
+                    if proposed:
+                        verdict.proposals.append(taken.review_id)
                 if webhook and taken.changed:
                     failure = _post(webhook, request, action, taken.review_id)
                     taken.detail += f"; {failure}" if failure else "; webhook posted"
@@ -1003,18 +1009,19 @@ def act(
 
 def _propose_revision(config: ProjectConfig, reviews, verdict: WindowVerdict, review_id: str):
     """Add the contract revision the window's refused traffic asks for to the review's
-    evidence (:mod:`driftgate.jobs.contract_revision`); what to say on the action. A
-    proposal that cannot be built leaves the review as the action left it."""
+    evidence (:mod:`driftgate.jobs.contract_revision`); whether one was added, and what
+    to say on the action. A proposal that cannot be built leaves the review as the
+    action left it."""
     try:
         lines = proposal_evidence(config, verdict.start, verdict.end, review_id)
         if lines:
             reviews.add_evidence(review_id, lines)
     except Exception as exc:  # the review is opened already: a proposal is a bonus
         log.warning("no contract revision proposed on review %s: %s", review_id, exc)
-        return f"; no contract revision proposed ({exc})"
+        return False, f"; no contract revision proposed ({exc})"
     if not lines:
-        return "; no contract revision to propose"
-    return (
+        return False, "; no contract revision to propose"
+    return True, (
         f"; contract revision proposed ({len(lines) - 1} changes: driftgate contract revise "
         f"--from-review {review_id})"
     )

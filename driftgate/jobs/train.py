@@ -219,6 +219,7 @@ def register_model(
             weights_writer=lambda folder: flavour_of(spec).save(result.model, spec, folder),
             artifacts=artifacts,
             description=description,
+            version_tags=_contract_tags(data),
         )
     return TrainingOutcome(
         registered=registered,
@@ -296,6 +297,19 @@ def _time_span(train, time_column: str | None) -> dict[str, str]:
 
 def _moment(stamp) -> str:
     return str(stamp.date()) if stamp == stamp.normalize() else stamp.isoformat()
+
+
+def _contract_tags(data: PreparedData) -> dict[str, str]:
+    """The version's tags naming the contract its data was validated against: the
+    revision in effect when it trained (docs/data_contracts.md), so the MLflow UI tells
+    which contract file each version was gated under."""
+    result = data.contract_result
+    if result is None:
+        return {}
+    return {
+        registry.TAG_CONTRACT: f"{result.contract} v{result.version}",
+        registry.TAG_CONTRACT_FILE: str(data.contract_path),
+    }
 
 
 def _write_contract_files(data: PreparedData, folder: Path) -> Path:

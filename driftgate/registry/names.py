@@ -27,6 +27,11 @@ REGISTRATION_COMPLETE = "complete"
 # MD5 DVC records for the file in dvc.lock, and that file's path in the project.
 TAG_DVC_DATA_MD5 = "dvc.data_md5"
 TAG_DVC_DATA_PATH = "dvc.data_path"
+# The data contract a version was trained and gated under ("<name> v<N>") and its file;
+# set at registration, and on the champion again when a person accepts a revision
+# while it serves (jobs/contract_revision.py), so the UI names the file in effect.
+TAG_CONTRACT = "driftgate.contract"
+TAG_CONTRACT_FILE = "driftgate.contract_file"
 
 
 # registered_model_tags.value is VARCHAR(5000) in MLflow's SQL stores (run tags allow

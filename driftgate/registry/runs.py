@@ -69,6 +69,7 @@ def log_training_run(
     weights_writer: Any = None,
     artifacts: Mapping[str, Path] | None = None,
     description: str = "",
+    version_tags: Mapping[str, str] | None = None,
 ) -> RegisteredVersion:
     """Log one training run and register its model as a new version of ``model_name``.
 
@@ -80,7 +81,8 @@ def log_training_run(
     example, its state dict (for ``weights_only=True`` reloads) and any extra
     ``artifacts`` (name -> file). ``weights_writer(folder)`` (the model flavour's
     ``save``) writes the weights folder; ``model_spec`` (its ``architecture.json``)
-    gives the task, flavour and classes tags.
+    gives the task, flavour and classes tags; ``version_tags`` are set on the version
+    with the rest (before it is marked complete).
     Aliases are left alone: only the promotion gate moves them.
     """
     import mlflow
@@ -138,6 +140,7 @@ def log_training_run(
         **spec_tags(model_spec),
         TAG_GIT_COMMIT: environment.get("git_commit", "unknown"),
         **{k: f"{v:.6g}" for k, v in metrics.items()},
+        **(version_tags or {}),
     }
     where = f"{model_name} v{version} registered but not completed"
     for key, value in tags.items():

@@ -17,7 +17,7 @@ from driftgate import registry
 from driftgate.cli import app
 from driftgate.config import load_config
 from driftgate.data_contracts import Contract
-from driftgate.jobs.contract_revision import CONTRACT_TAG, PROPOSAL_PREFIX, proposal_evidence
+from driftgate.jobs.contract_revision import PROPOSAL_PREFIX, proposal_evidence
 from driftgate.stores.factories import review_store
 from tests.conftest import REPO_ROOT, mlflow_client
 from tests.serving.conftest import ThreadedService, records_of, wait_for
@@ -52,39 +52,52 @@ def cli(*args: str):
     return result.exit_code, result.output
 
 
+def refused_traffic(trained_model) -> tuple[list[dict], list[dict]]:
+    """Test-split records that pass the contract, and as many again past its sea-level
+    pressure range."""
+    rows = trained_model.data.splits.test[list(trained_model.data.features)]
+    good = records_of(rows.reset_index(drop=True), 0, REFUSED + SERVED)
+    shifted = [{**r, "sea_level_pressure": r["sea_level_pressure"] + SHIFT} for r in good]
+    return good, [r for r in shifted if r["sea_level_pressure"] > 0.81][:REFUSED]
+
+
+def review_refusals(config, version: str, service, good, shifted) -> str:
+    """Send ``shifted`` (refused) and ``good`` (served) through ``service``, then open the
+    refused-traffic review with its proposal as the drift check does; its id."""
+    post = service.client.post
+    start = pd.Timestamp.now(tz="UTC") - pd.Timedelta(minutes=5)
+    for record in shifted:
+        assert post("/predict", json={"records": [record]}).status_code == 422
+    for record in good[:SERVED]:
+        assert post("/predict", json={"records": [record]}).status_code == 200
+    end = pd.Timestamp.now(tz="UTC") + pd.Timedelta(minutes=5)
+    reviews = review_store(config)
+    try:
+        wait_for(lambda: len(proposal_evidence(config, start, end)) > 1, what="the samples")
+        review = reviews.open_or_update(
+            model_name=config.model.name, model_version=version,
+            monitor="rejected-traffic", metric="rejected_share", window_start=start,
+            window_end=end, observed=0.5, threshold=0.02, features=[], evidence=[],
+        )  # fmt: skip
+        reviews.add_evidence(
+            review.review.id, proposal_evidence(config, start, end, review.review.id)
+        )
+    finally:
+        reviews.close()
+    return review.review.id
+
+
 def test_a_revision_is_shown_then_accepted_and_the_service_accepts_what_it_refused(
     project, trained_model
 ):
     path, config, version = project
-    rows = trained_model.data.splits.test[list(trained_model.data.features)]
-    good = records_of(rows.reset_index(drop=True), 0, REFUSED + SERVED)
-    shifted = [{**r, "sea_level_pressure": r["sea_level_pressure"] + SHIFT} for r in good]
-    shifted = [r for r in shifted if r["sea_level_pressure"] > 0.81][:REFUSED]
+    good, shifted = refused_traffic(trained_model)
     contract_path = config.contract_in_effect()
     assert contract_path.name == "rainfall.yaml"
     with ThreadedService(config, config.serving) as service:
         post = service.client.post
-        start = pd.Timestamp.now(tz="UTC") - pd.Timedelta(minutes=5)
-        for record in shifted:
-            assert post("/predict", json={"records": [record]}).status_code == 422
-        for record in good[:SERVED]:
-            assert post("/predict", json={"records": [record]}).status_code == 200
-        end = pd.Timestamp.now(tz="UTC") + pd.Timedelta(minutes=5)
-
-        # What the drift check adds to the refused-traffic monitor's review.
-        reviews = review_store(config)
-        try:
-            wait_for(lambda: len(proposal_evidence(config, start, end)) > 1, what="the samples")
-            review = reviews.open_or_update(
-                model_name=config.model.name, model_version=version,
-                monitor="rejected-traffic", metric="rejected_share", window_start=start,
-                window_end=end, observed=0.5, threshold=0.02, features=[], evidence=[],
-            )  # fmt: skip
-            lines = proposal_evidence(config, start, end, review.review.id)
-            reviews.add_evidence(review.review.id, lines)
-        finally:
-            reviews.close()
-        review_id = review.review.id
+        review_id = review_refusals(config, version, service, good, shifted)
+        tagged_before = registry_tags(config, version).get(registry.TAG_CONTRACT)
 
         code, shown = cli("reviews", "show", review_id, "--config", str(path))
         assert code == 0, shown
@@ -99,7 +112,9 @@ def test_a_revision_is_shown_then_accepted_and_the_service_accepts_what_it_refus
         assert "columns.sea_level_pressure.max: 0.81 -> " in proposed
         assert "nothing changed" in proposed
         assert sorted(p.name for p in config.contract_revisions_dir.glob("*.yaml")) == []
-        assert CONTRACT_TAG not in registry_tags(config, version)
+        # The version keeps the contract tag it had (the shared model is tagged by
+        # other tests of this session too): showing tags nothing.
+        assert registry_tags(config, version).get(registry.TAG_CONTRACT) == tagged_before
         assert post("/predict", json={"records": shifted[:1]}).status_code == 422
 
         code, accepted = cli(
@@ -114,7 +129,7 @@ def test_a_revision_is_shown_then_accepted_and_the_service_accepts_what_it_refus
             r["sea_level_pressure"] for r in shifted
         )
         assert Contract.load(contract_path).version == 1  # the old version is kept
-        assert registry_tags(config, version)[CONTRACT_TAG] == "rainfall v2"
+        assert registry_tags(config, version)[registry.TAG_CONTRACT] == "rainfall v2"
         assert load_config(path).data.contract == str(written)  # in effect for every reader
 
         # The running service follows the contract in effect at its next poll.
@@ -155,3 +170,31 @@ def test_the_packaged_contract_is_never_written_beside(project):
     assert shutil.os.path.samefile(
         config.contract_in_effect(), REPO_ROOT / "data_contracts" / "rainfall.yaml"
     )
+
+
+def test_a_pinned_service_contract_is_said_when_a_revision_is_accepted(project, trained_model):
+    """``serving.contract`` pins a file, which a revision does not move: accepting one
+    says so on the command's output and on the review, where the person reads it."""
+    path, _, version = project
+    pinned = REPO_ROOT / "data_contracts" / "rainfall.yaml"
+    text = path.read_text().replace(
+        "  model_poll_seconds: 0.2", f"  model_poll_seconds: 0.2\n  contract: {pinned}"
+    )
+    path.write_text(text)
+    config = load_config(path)
+    assert config.serving.contract == str(pinned)
+    good, shifted = refused_traffic(trained_model)
+    with ThreadedService(config, config.serving) as service:
+        review_id = review_refusals(config, version, service, good, shifted)
+    code, accepted = cli(
+        "contract", "revise", "--from-review", review_id, "--accept", "--by", "tester",
+        "--config", str(path),
+    )  # fmt: skip
+    assert code == 0, accepted
+    assert f"the service does NOT apply it: serving.contract pins {pinned}" in accepted
+    reviews = review_store(config)
+    try:
+        evidence = reviews.get(review_id).evidence
+    finally:
+        reviews.close()
+    assert any("serving.contract pins" in line for line in evidence)

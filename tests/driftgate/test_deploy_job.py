@@ -62,3 +62,16 @@ def test_a_monitor_naming_what_the_project_lacks_is_refused_before_scheduling(
     wrong = gates.model_copy(update={"monitors": [gates.monitors[0].model_copy(update=change)]})
     with pytest.raises(ConfigError, match=expected):
         plan_deployments(project_config, wrong, config_path=None)
+
+
+def test_a_project_with_a_contract_gets_the_revise_contract_deployment(project_config, gates):
+    """Issue 29: the form a person answers a proposed contract revision in; the drift
+    check starts its runs, so it has no schedule and no review of its own."""
+    plans = {p.full_name: p for p in plan_deployments(project_config, gates, config_path=None)}
+    plan = plans[f"revise-contract/{project_config.model.name}"]
+    assert plan.cron is None and "review_id" not in plan.parameters
+    without = project_config.model_copy(
+        update={"data": project_config.data.model_copy(update={"contract": None})}
+    )
+    names = [p.full_name for p in plan_deployments(without, gates, config_path=None)]
+    assert not any(n.startswith("revise-contract/") for n in names)

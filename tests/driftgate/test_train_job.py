@@ -153,6 +153,11 @@ def test_contract_and_its_validation_are_logged_with_the_run(trained_model, clie
         "data_contract/validation.json",
     }
     assert client.get_run(run_id).data.params["data_contract"] == "rainfall v1"
+    # The version names the contract (and file) it was trained and gated under, so a
+    # version trained after a person accepts a revision names that revision.
+    tags = trained_model.tags_after_registration
+    assert tags[registry.TAG_CONTRACT] == "rainfall v1"
+    assert tags[registry.TAG_CONTRACT_FILE] == trained_model.config.data.contract
 
 
 def test_training_refuses_data_that_breaks_its_contract(tmp_path):
