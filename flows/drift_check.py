@@ -34,6 +34,7 @@ from driftgate.flows.retrain import launch as launch_retrain
 from driftgate.flows.steps import prefect_step
 from driftgate.gates.config import load_gate_config
 from driftgate.jobs import drift_check as job
+from driftgate.jobs.window_plan import plan_recent
 from driftgate.monitors.partitions import Cell, Mapper, WindowPart, summarise_part
 from driftgate.monitors.profile import ReferenceProfile
 from driftgate.monitors.window import Window
@@ -125,7 +126,7 @@ def drift_check_flow(
     gates = load_gate_config(gates_path or config.gates)
     mapper = dask_mapper(dask_cluster) if dask_cluster else None
     summaries = []
-    planned = job.plan_recent(config, gates, end=end, window=window, monitor_names=monitor_names)
+    planned = plan_recent(config, gates, end=end, window=window, monitor_names=monitor_names)
     for start, stop, group in planned:
         verdict = job.judge_window(
             config,

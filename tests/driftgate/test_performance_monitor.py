@@ -13,6 +13,7 @@ import pytest
 from driftgate import registry
 from driftgate.gates.config import load_gate_config
 from driftgate.jobs import drift_check as job
+from driftgate.jobs import window_plan
 from driftgate.jobs.feedback import LabelInput, submit_labels
 from driftgate.monitors.rules import Monitor
 from driftgate.stores.labels import LabelStore
@@ -161,10 +162,10 @@ def test_a_window_judged_before_its_labels_is_judged_again_when_they_arrive(setu
     # A later window is judged meanwhile: a drift monitor's state would now refuse LATE.
     job.judge_window(config, gates, *AFTER)
     end = pd.Timestamp(AFTER[1], tz="UTC")
-    assert job.plan_rejudgements(config, gates, end=end) == []  # no new labels yet
+    assert window_plan.plan_rejudgements(config, gates, end=end) == []  # no new labels yet
 
     label(url, LATE, setup["flipped"], prefix, range(20, ROWS))
-    planned = job.plan_recent(config, gates, end=end)
+    planned = window_plan.plan_recent(config, gates, end=end)
     again = [(a, b) for a, b, _ in planned]
     assert (pd.Timestamp(LATE[0], tz="UTC"), pd.Timestamp(LATE[1], tz="UTC")) in again
     verdict = job.judge_window(config, gates, *LATE)
@@ -174,7 +175,7 @@ def test_a_window_judged_before_its_labels_is_judged_again_when_they_arrive(setu
     assert [a.changed for a in verdict.actions] == [True]
     assert len(open_reviews(config)) == 1
     # Judged with every label now: not planned again, and a rerun acts on nothing.
-    assert job.plan_rejudgements(config, gates, end=end) == []
+    assert window_plan.plan_rejudgements(config, gates, end=end) == []
     rerun = job.judge_window(config, gates, *LATE)
     assert [a.changed for a in rerun.actions] == [False]
 
@@ -187,9 +188,9 @@ def test_beyond_the_horizon_a_window_is_not_judged_again(setup):
     job.judge_window(config, gates, *LATE)
     label(url, LATE, setup["flipped"], prefix, range(20, 200))
     soon = pd.Timestamp.now(tz="UTC") + pd.Timedelta(days=1)
-    assert len(job.plan_rejudgements(config, gates, now=soon)) == 1
+    assert len(window_plan.plan_rejudgements(config, gates, now=soon)) == 1
     later = pd.Timestamp.now(tz="UTC") + pd.Timedelta(days=31)  # label_horizon 30d
-    assert job.plan_rejudgements(config, gates, now=later) == []
+    assert window_plan.plan_rejudgements(config, gates, now=later) == []
 
 
 def test_a_replayed_window_a_year_old_is_judged_again_as_its_labels_arrive(setup, trained_model):
@@ -213,13 +214,13 @@ def test_a_replayed_window_a_year_old_is_judged_again_as_its_labels_arrive(setup
     assert first.results[0].status == "insufficient_data"
     label(url, window, setup["flipped"], prefix, range(20, ROWS))  # the labels arrive
     for end in (None, pd.Timestamp(window[1], tz="UTC")):  # now, or the replay's own time
-        planned = job.plan_rejudgements(config, gates, end=end)
+        planned = window_plan.plan_rejudgements(config, gates, end=end)
         assert [(a, b) for a, b, _ in planned] == [
             (pd.Timestamp(window[0], tz="UTC"), pd.Timestamp(window[1], tz="UTC"))
         ]
     (result,) = job.judge_window(config, gates, *window).results
     assert result.breached and result.labels == ROWS
-    assert job.plan_rejudgements(config, gates) == []  # judged on every label now
+    assert window_plan.plan_rejudgements(config, gates) == []  # judged on every label now
 
 
 def test_accuracy_is_realized_at_the_services_decision_threshold(setup, trained_model):

@@ -8,7 +8,7 @@ import pytest
 
 from driftgate.core.yamlconfig import ConfigError
 from driftgate.gates.config import load_gate_config
-from driftgate.jobs.drift_check import plan_windows
+from driftgate.jobs.window_plan import plan_windows
 
 END = pd.Timestamp("2035-06-01T12:00", tz="UTC")
 
