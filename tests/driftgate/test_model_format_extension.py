@@ -26,6 +26,7 @@ import pandas as pd
 import pytest
 
 from tests.conftest import REPO_ROOT
+from tests.driftgate.test_cli import DRIFTGATE
 from tests.test_layers import PACKAGE_FOLDERS
 
 FEATURES = ["x0", "x1", "x2", "x3"]
@@ -99,12 +100,13 @@ def project(tmp_path_factory):
 
 
 def driftgate(project, *args: str) -> subprocess.CompletedProcess:
-    """The real CLI in a subprocess that imports the copy of the package first."""
+    """The installed ``driftgate`` command, importing the copy of the package first (the
+    editable install's finder comes after PYTHONPATH; formats_seen checks it)."""
     env = {**os.environ, "PYTHONPATH": str(project.package.parent), "NO_COLOR": "1",
            "COLUMNS": "200"}  # fmt: skip
     return subprocess.run(
-        [sys.executable, "-c", "import driftgate.cli; driftgate.cli.main()", *args],
-        cwd=project.root, capture_output=True, text=True, timeout=300, env=env,
+        [DRIFTGATE, *args], cwd=project.root, capture_output=True, text=True, timeout=300,
+        env=env,
     )  # fmt: skip
 
 
