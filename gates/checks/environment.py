@@ -3,9 +3,10 @@
 Name: ``environment``. Tasks: all. Needs: recorded_environment, current_environment.
 
 Threshold: the same ``major``, ``minor`` or ``patch`` release of each package in
-``require_same``; a version not recorded at training fails. An ONNX model (adopted,
-recorded ``model_format: onnx``) is not run by torch: its torch entry is reported as
-not applicable, never compared nor passed as matching.
+``require_same``; a version not recorded at training fails. A model torch does not run
+(adopted in a format whose ``runs_on_torch`` is False, such as ONNX: ``driftgate adopt``
+records ``model_format: NAME`` for exactly those) has its torch entry reported as not
+applicable, never compared nor passed as matching.
 """
 
 from __future__ import annotations
@@ -48,8 +49,10 @@ def check_environment(
         parts = _LEVELS[settings.level]
         mismatches, observed = [], []
         for package in settings.require_same:
-            if package == "torch" and recorded.get("model_format") == "onnx":
-                observed.append("torch not applicable (an ONNX model)")
+            # Any recorded format, not one by name: adopt records it only for a format
+            # torch does not run, so a new such format needs no line here.
+            if package == "torch" and (model_format := recorded.get("model_format")):
+                observed.append(f"torch not applicable ({model_format}: not run by torch)")
                 continue
             built, here = recorded.get(package), current.get(package)
             observed.append(f"{package} {built or '?'} vs {here or '?'}")

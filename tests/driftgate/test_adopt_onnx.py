@@ -132,7 +132,7 @@ def test_the_gate_runs_every_check_that_applies_and_torch_only_ones_are_not_appl
     ran = set(checks) - torch_only - training_only
     assert {"signature", "output_shape", "finite_outputs", "environment"} <= ran
     assert all(checks[n].passed for n in ran), [checks[n] for n in ran if not checks[n].passed]
-    assert "torch not applicable (an ONNX model)" in checks["environment"].observed
+    assert "torch not applicable (onnx: not run by torch)" in checks["environment"].observed
     assert outcome.promoted
 
 

@@ -9,6 +9,8 @@ outside the package registers one) and no format may admit another's flavours.
 from __future__ import annotations
 
 import importlib.util
+import pkgutil
+import re
 import shutil
 import sys
 
@@ -18,6 +20,7 @@ import yaml
 
 from driftgate import modelguard
 from driftgate.modelguard import formats
+from driftgate.modelguard.formats import registry
 from tests import hostile_models as hostile
 
 
@@ -115,6 +118,67 @@ def test_register_refuses_a_caller_outside_the_formats_package(tmp_path):
         sys.modules.pop(module_name, None)
     assert formats.formats() == before
     assert formats.format_claiming({"sklearn": {}, "python_function": {}}) is None
+
+
+def register_as_a_module_of_the_package(code: str) -> None:
+    """Run ``code`` as a module of driftgate/modelguard/formats/ would run (its
+    ``__name__`` inside the package), so register's caller check lets it through and
+    what is tested is the check after it."""
+    exec(code, {"__name__": "driftgate.modelguard.formats.planted"})
+
+
+PT2_COPY = (
+    "from driftgate.modelguard.formats.pt2 import Pt2Format\n"
+    "from driftgate.modelguard.formats.registry import register\n"
+    "class Copy(Pt2Format):\n"
+    "    name = 'copy'\n"
+    "    marker = 'copy'\n"
+    "    judges_unclaimed = False\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("claim_order", "refusal"),
+    [
+        ("20", "model formats 'pt2' and 'copy' have the same claim_order 20"),
+        ("10", "model formats 'onnx' and 'copy' have the same claim_order 10"),
+        ("None", "model format 'copy': claim_order must be an int"),
+        ("'5'", "model format 'copy': claim_order must be an int"),
+    ],
+)
+def test_a_format_without_its_own_claim_order_is_refused(claim_order, refusal):
+    """The order formats claim a folder is each one's claim_order, never import order:
+    a tie (which of two would claim a folder naming both?) or no order is refused at
+    registration, naming the formats, and nothing is registered."""
+    before = formats.formats()
+    with pytest.raises(ValueError, match=re.escape(refusal)):
+        register_as_a_module_of_the_package(
+            PT2_COPY + f"    claim_order = {claim_order}\nregister(Copy())\n"
+        )
+    assert formats.formats() == before
+
+
+def test_formats_are_asked_in_claim_order_whatever_order_they_register_in():
+    """A format registered last with the lowest claim_order is asked first (control: the
+    same module registers, so the refusals above come from the claim_order alone)."""
+    before = formats.formats()
+    try:
+        register_as_a_module_of_the_package(PT2_COPY + "    claim_order = 5\nregister(Copy())\n")
+        assert [f.name for f in formats.formats()] == ["copy", "onnx", "pt2"]
+        assert formats.format_claiming({"copy": {}, "onnx": {}}).name == "copy"
+    finally:
+        registry._FORMATS.pop("copy", None)  # the process's list as it was, for other tests
+    assert formats.formats() == before
+
+
+def test_the_package_imports_every_module_of_its_own_folder():
+    """Discovered, not listed: each module of the package's folder (but the registry) is
+    imported and registers its format, so a new format needs no line anywhere else."""
+    modules = {m.name for m in pkgutil.iter_modules(formats.__path__) if m.name != "registry"}
+    assert modules == {"onnx", "pt2"}
+    assert {sys.modules[f"{formats.__name__}.{m}"] for m in modules} == {
+        sys.modules[type(f).__module__] for f in formats.formats()
+    }
 
 
 def test_each_format_refuses_every_other_formats_flavours(genuine, tmp_path):

@@ -170,6 +170,21 @@ def test_environment_compares_minor_releases(recorded, passed):
     assert result.passed is passed
 
 
+@pytest.mark.parametrize("model_format", ["onnx", "logistic_json"])
+def test_environment_skips_torch_for_any_format_torch_does_not_run(model_format):
+    """``adopt`` records ``model_format`` only for a format torch does not run (its
+    ``runs_on_torch``): any such format, not ONNX by name, has no torch to compare;
+    python is still compared (control: a python mismatch still fails)."""
+    current = {"python": "3.11.7", "torch": "2.13.1"}
+    recorded = {"python": "3.11.2", "model_format": model_format}
+    result = check_environment(recorded, current, EnvironmentCheck())
+    assert result.passed, result.reason
+    assert f"torch not applicable ({model_format}: not run by torch)" in result.observed
+    assert not check_environment(
+        {**recorded, "python": "3.12.0"}, current, EnvironmentCheck()
+    ).passed
+
+
 def test_signature_must_match_and_be_enforced():
     spec = [{"type": "tensor", "tensor-spec": {"dtype": "float32", "shape": (-1, N_FEATURES)}}]
 

@@ -1,16 +1,19 @@
 """The model formats of the allow-list, one module each (:mod:`.registry`): ``onnx``
 (an MLflow ONNX model) and ``pt2`` (an MLflow PyTorch model in torch.export's format).
 
-Closed on purpose: the modules are imported by name here, not discovered, and
-:func:`register` refuses any caller outside this package. Adding a format is reviewed
-code in this package (a module, its line below, its tests), never a plugin.
+Importing the package imports every module of its own folder, so adding a format is
+one module here (and its tests). Closed on purpose all the same: only this folder is
+searched (never entry points, plugins or another folder), so a format is reviewed
+code of driftgate, and :func:`register` refuses any caller outside this package.
 
-The order below is the order formats claim a folder: ``onnx`` first, so that an
-``MLmodel`` naming both ``onnx`` and ``pytorch`` is judged by the ONNX rules, which
-refuse the ``pytorch`` flavour (as before formats were modules).
+The order formats claim a folder is each one's ``claim_order`` (onnx 10 before pt2
+20, so that an ``MLmodel`` naming both ``onnx`` and ``pytorch`` is judged by the ONNX
+rules, which refuse the ``pytorch`` flavour), not the order they are imported in.
 """
 
-from driftgate.modelguard.formats import onnx, pt2  # noqa: F401 - importing registers, in order
+import importlib
+import pkgutil
+
 from driftgate.modelguard.formats.registry import (
     ModelFormat,
     format_claiming,
@@ -20,6 +23,12 @@ from driftgate.modelguard.formats.registry import (
     register,
     unclaimed_findings,
 )
+
+# __path__ is this package's own folder: nothing outside it is imported. Sorted, so
+# that a registration error (a tie in claim_order) always names the same module.
+for _module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+    if not _module.name.startswith("_") and _module.name != "registry":
+        importlib.import_module(f"{__name__}.{_module.name}")
 
 __all__ = [
     "ModelFormat",

@@ -51,6 +51,9 @@ class OnnxFormat(ModelFormat):
     marker = "onnx"
     loader_module = LOADER_MODULE
     data = ONNX_FILE
+    # Before pt2: an MLmodel naming both onnx and pytorch is judged by these rules, which
+    # refuse the pytorch flavour (as before formats were modules).
+    claim_order = 10
     # mlflow.onnx's pyfunc answers {output name: array} for an array input.
     outputs_by_name = True
     runs_on_torch = False

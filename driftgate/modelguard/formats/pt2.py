@@ -77,6 +77,7 @@ class Pt2Format(ModelFormat):
     marker = "pytorch"
     loader_module = LOADER_MODULE
     data = MODEL_DATA
+    claim_order = 20  # after onnx (see onnx.py)
     runtime_versions = MappingProxyType({"torch": ("pytorch", "pytorch_version")})
     # What training logs and what MLflow users log most: a folder no format claims (a
     # pickled scikit-learn model, a cloudpickled pyfunc) is told what it lacks to be one.

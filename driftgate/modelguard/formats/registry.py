@@ -9,11 +9,18 @@ format's runtime versions, and whether torch runs it).
 
 **The list is closed.** Which format may be loaded is a security decision: each is
 reviewed code in this package, never a plugin. :func:`register` refuses a caller that
-is not a module of :mod:`driftgate.modelguard.formats`, and the package imports its
-modules by name (not every module it finds), so a file dropped beside them is not
-registered either. The caller check stops a plugin registering by mistake or by
-design of a well-meaning extension; code already running in the process could patch
-anything, and that is not what it guards against.
+is not a module of :mod:`driftgate.modelguard.formats`, and the package imports the
+modules of its own folder only (never entry points, ``gates.yaml`` plugins or another
+folder): a module there is driftgate's own code, as trusted and as reviewed as
+``pt2.py``, since whoever can write that folder can already edit ``pt2.py``. The caller
+check stops a plugin registering by mistake or by design of a well-meaning extension;
+code already running in the process could patch anything, and that is not what it
+guards against.
+
+The order formats are asked to claim a folder is each format's ``claim_order``, not
+the order their modules happen to be imported in (the package finds its modules, so
+that order is not written anywhere a reviewer reads): two formats with the same
+``claim_order`` are refused, so the order is never left to chance.
 """
 
 from __future__ import annotations
@@ -44,6 +51,10 @@ class ModelFormat:
     marker: str  # the MLmodel flavour that claims a folder for this format
     loader_module: str  # python_function.loader_module, the only one that may load
     data: str  # python_function.data: the file or folder that loader reads
+    # Formats are asked to claim a folder lowest first (onnx 10, pt2 20): a folder naming
+    # two formats' markers is judged by the first, whose rules refuse the other's flavour.
+    # Required, and unique among the formats (register refuses a tie, naming both).
+    claim_order: int
 
     # What other modules read instead of the format's name:
     # MLflow's pyfunc of this format answers a dict of named outputs for an array
@@ -83,7 +94,7 @@ class ModelFormat:
         return f"<model format {self.name} (flavour {self.marker})>"
 
 
-# Registered formats by name, in the order they are asked to claim a folder.
+# Registered formats by name, in claim order (lowest claim_order first).
 _FORMATS: dict[str, ModelFormat] = {}
 
 
@@ -98,6 +109,18 @@ def register(model_format: ModelFormat) -> ModelFormat:
         )
     if model_format.name in _FORMATS:
         raise ValueError(f"model format {model_format.name!r} registered twice")
+    order = getattr(model_format, "claim_order", None)
+    if not isinstance(order, int) or isinstance(order, bool):
+        raise ValueError(
+            f"model format {model_format.name!r}: claim_order must be an int (the order "
+            f"formats claim a folder, lowest first), not {order!r}"
+        )
+    tied = [f.name for f in _FORMATS.values() if f.claim_order == order]
+    if tied:
+        raise ValueError(
+            f"model formats {tied[0]!r} and {model_format.name!r} have the same claim_order "
+            f"{order}: which claims a folder naming both flavours would be left to chance"
+        )
     taken = [f.name for f in _FORMATS.values() if f.marker == model_format.marker]
     if taken:
         raise ValueError(
@@ -109,6 +132,10 @@ def register(model_format: ModelFormat) -> ModelFormat:
             f"model format {model_format.name!r}: another format judges unclaimed folders"
         )
     _FORMATS[model_format.name] = model_format
+    # Kept in claim order, whatever order the modules were imported in.
+    ordered = sorted(_FORMATS.values(), key=lambda f: f.claim_order)
+    _FORMATS.clear()
+    _FORMATS.update((f.name, f) for f in ordered)
     return model_format
 
 
