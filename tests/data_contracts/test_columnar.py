@@ -102,3 +102,14 @@ def test_anything_else_is_left_to_great_expectations(contract):
     result = validate_batch(contract, as_text, engine="auto")
     assert result.engine == "great_expectations"
     assert result.rule("columns.temperature.dtype").failed
+
+
+def test_float32_and_int_values_outside_their_range_give_gx_examples(contract):
+    # The examples and messages carry the values as GX returns them for these dtypes.
+    frame = pd.DataFrame(
+        {
+            "temperature": np.array([0.5, 9.0, np.nan, 7.0], dtype="float32"),
+            "dew_point": np.array([1, 50, -60, 2], dtype="int64"),
+        }
+    )
+    assert_same_verdict(contract, frame)
