@@ -279,7 +279,6 @@ def main() -> None:
             config = setup(root, args.window_rows, args.small_rows)
 
         print("\n`driftgate drift-check` in fresh processes (wall / CPU user+sys):")
-        nulls_on_disk = next((root / "state" / "profiles").glob("*")) / "nulls"
         small = cli_command(config, SMALL_DAY, "1h", "1h")
         for label, command in (
             (f"{args.small_rows}-row window", small),
@@ -288,6 +287,11 @@ def main() -> None:
         ):
             if label not in args.only and "cli" not in args.only:
                 continue
+            # The champion's profile folder appears with the first check of a new
+            # project: looked up before each row (none yet: nothing to remove).
+            profiles = root / "state" / "profiles"
+            found = next(profiles.glob("*"), None) if profiles.is_dir() else None
+            nulls_on_disk = (found or profiles / "none-yet") / "nulls"
             runs = fresh_runs(command, args.runs + 1, nulls_on_disk)
             rest = runs[1:]
             print(

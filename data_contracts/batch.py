@@ -76,6 +76,9 @@ class ContractResult:
     rules: list[RuleResult]
     seconds: float = 0.0
     columns: list[str] = field(default_factory=list)
+    # What computed the rules' outcomes: Great Expectations, or for a numeric window of
+    # a drift check the columnar equivalent (data_contracts/columnar.py).
+    engine: str = "great_expectations"
 
     @property
     def passed(self) -> bool:
@@ -112,6 +115,7 @@ class ContractResult:
             "row_count": self.row_count,
             "columns": list(self.columns),
             "seconds": round(self.seconds, 4),
+            "engine": self.engine,
             "failed_rules": [r.rule for r in self.failures],
             "rules": [
                 _jsonable(asdict(result) | {"kind": result.kind, "failed": result.failed})
@@ -126,6 +130,7 @@ def validate_batch(
     max_examples: int = DEFAULT_MAX_EXAMPLES,
     *,
     row_count: int | None = None,
+    engine: str = "great_expectations",
 ) -> ContractResult:
     """Check ``frame`` against ``contract`` with Great Expectations.
 
@@ -136,13 +141,15 @@ def validate_batch(
         row_count: The rows of the batch ``frame`` is an even sample of (a window too
             large to validate whole): the row-count rule judges this count; every other
             rule judges the sample. Default: ``len(frame)``.
+        engine: ``great_expectations`` (the default: ``contract validate``, training,
+            promotion), or ``auto``: where :func:`data_contracts.columnar.supported`
+            holds (a window of plain numbers; the drift check), the columnar results
+            that equal GX's without importing it, else GX.
 
     Returns:
         One result per rule of ``contract.rules()``, in that order.
     """
-    # Imported here: GX costs seconds to import, and importing data_contracts (the
-    # serving path uses only RecordValidator) should not pay for it.
-    from driftgate.data_contracts.gx_suite import compile_suite, gx_runtime, result_format
+    from driftgate.data_contracts import columnar
 
     started = time.perf_counter()
     if not frame.columns.is_unique:
@@ -150,14 +157,13 @@ def validate_batch(
         frame = frame.loc[:, ~frame.columns.duplicated()]
     frame = _in_contract_types(frame)
     rules = contract.rules()
-    try:
-        gx_result = gx_runtime().validate(
-            frame, compile_suite(contract), result_format(max_examples)
-        )
-        by_rule = {r.expectation_config.meta.get("rule"): r for r in gx_result.results}
-        crash = None
-    except Exception as exc:  # a GX bug on odd data must become a report, not a crash
-        by_rule, crash = {}, f"{type(exc).__name__}: {exc}"
+    if engine == "auto" and columnar.supported(contract, frame):
+        engine = "columnar"
+        results = columnar.columnar_results(contract, frame, max_examples)
+        by_rule, crash = {r.expectation_config.meta["rule"]: r for r in results}, None
+    else:
+        engine = "great_expectations"
+        by_rule, crash = _gx_results(contract, frame, max_examples)
     interpreter = _Interpreter(contract, frame, max_examples)
     interpreter.row_count = len(frame) if row_count is None else int(row_count)
     results = [interpreter.interpret(rule, by_rule.get(rule.id), crash) for rule in rules]
@@ -168,7 +174,23 @@ def validate_batch(
         rules=results,
         seconds=time.perf_counter() - started,
         columns=[str(c) for c in frame.columns],
+        engine=engine,
     )
+
+
+def _gx_results(contract: Contract, frame: pd.DataFrame, max_examples: int):
+    """GX's result per rule id, or the error that stopped GX."""
+    # Imported here: GX costs seconds to import, and importing data_contracts (the
+    # serving path uses only RecordValidator) should not pay for it.
+    from driftgate.data_contracts.gx_suite import compile_suite, gx_runtime, result_format
+
+    try:
+        gx_result = gx_runtime().validate(
+            frame, compile_suite(contract), result_format(max_examples)
+        )
+        return {r.expectation_config.meta.get("rule"): r for r in gx_result.results}, None
+    except Exception as exc:  # a GX bug on odd data must become a report, not a crash
+        return {}, f"{type(exc).__name__}: {exc}"
 
 
 def _in_contract_types(frame: pd.DataFrame) -> pd.DataFrame:

@@ -228,6 +228,12 @@ class MonitoringSettings(StrictModel):
         description="a window with more samples is validated against its data contract on "
         "an even sample of this many rows (row counts stay exact); drift uses every row",
     )
+    contract_engine: Literal["auto", "great_expectations"] = Field(
+        "auto",
+        description="what judges a window's data contract: auto (a window of plain numbers "
+        "by GX's rules computed with numpy, the same results without importing GX; any "
+        "other window by GX) or great_expectations (always GX)",
+    )
     max_catch_up_windows: int = Field(
         24,
         ge=0,

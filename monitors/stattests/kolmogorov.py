@@ -134,7 +134,19 @@ def kolmogorov_mean(n: int) -> float:
     # 1e-80 past z = 10: the integral runs over the rest, in units of z.
     root = math.sqrt(n)
     start, stop = 0.5 / root, min(10.0, root)
+    # The survival function has a kink where scipy's regions (and so kolmogorov_sf's)
+    # meet: at t = n d = 1, in the tail at n d^2 = TAIL_NX2, at Durbin's n d^1.5 =
+    # DURBIN_MAX_NX15. Given as breakpoints, quad stops subdividing around them: about
+    # 250 evaluations instead of 650-820 past n = 100, the same value within 2e-10
+    # relative (measured at n = 484 to 200,000; issue 32).
+    kinks = (1.0 / root, math.sqrt(TAIL_NX2), (DURBIN_MAX_NX15 / n) ** (2 / 3) * root)
     integral, _error = integrate.quad(
-        lambda z: kolmogorov_sf(z / root, n), start, stop, epsabs=1e-13, epsrel=1e-11, limit=200
+        lambda z: kolmogorov_sf(z / root, n),
+        start,
+        stop,
+        epsabs=1e-13,
+        epsrel=1e-11,
+        limit=200,
+        points=[z for z in kinks if start < z < stop] or None,
     )
     return (start + integral) / root

@@ -10,6 +10,10 @@ exactly: the exact distribution when both samples have at most 10,000 values
 otherwise the asymptotic ``kstwo.sf(D, round(n_ref n_cur / (n_ref + n_cur)))``, here
 computed by :mod:`monitors.stattests.kolmogorov` (within 1e-8 relative of scipy's value
 for every p-value above 1e-300, in about 0.1 ms where scipy takes up to seconds).
+One exception, far in the tail: where scipy's exact value costs more than about a
+millisecond and the asymptotic one is at most 1e-15, the asymptotic one is returned
+(``method="asymp_tail"``; scipy's is then below 1e-14, measured; see
+:func:`ks_p_value`): a drifted feature's D cost 0.1-0.2 s there and decided nothing.
 NaN is excluded (and counted by ``missing_share``); infinite values take part.
 
 Streaming: between consecutive reference breakpoints the reference ECDF is constant
@@ -50,6 +54,19 @@ from driftgate.monitors.window import NumericWindow
 
 # scipy.stats.ks_2samp(method="auto") is exact up to this sample size.
 SCIPY_MAX_AUTO_N = 10_000
+# scipy's exact two-sample distribution for unequal sizes is a recurrence over the
+# larger sample (``m`` columns) in a band of ``2 D n + 1`` cells of the smaller one:
+# about 7 ns a cell measured (scipy 1.17, compiled), so 150,000 cells are about a
+# millisecond. Equal sizes take scipy's O(D n) path, always cheap.
+EXACT_BUDGET_CELLS = 150_000
+# Past that budget, a D whose asymptotic p-value is at or below this decides nothing
+# at any level driftgate uses; there the asymptotic value is returned (method
+# ``asymp_tail``), not the exact one that costs up to 0.2 s (issue 32). Measured on a
+# grid of sizes 5..10,000 (docs/monitors.md): where the asymptotic value is at most
+# 1e-15 scipy's exact one is at most TAIL_EXACT_MAX, so ``p < alpha`` is the same at
+# every level above it (measured: at most 1.4e-15 at 753 points).
+TAIL_P = 1e-15
+TAIL_EXACT_MAX = 1e-14
 
 try:  # the exact two-sample distribution is private in scipy; see ks_p_value
     from scipy.stats._stats_py import _attempt_exact_2kssamp
@@ -91,18 +108,33 @@ def ks_statistic(reference: NumericProfile, current: NumericWindow) -> float:
 def ks_p_value(statistic: float, n_ref: int, n_cur: int) -> tuple[float, float, str]:
     """Statistic (lattice-rounded when exact) and p-value as ``ks_2samp(method="auto")``.
 
+    One exception, for speed: in scipy's exact range, when the exact value would cost
+    more than about a millisecond (EXACT_BUDGET_CELLS) and the asymptotic value is at
+    most TAIL_P, that value is returned (``asymp_tail``): scipy's exact one is then at
+    most TAIL_EXACT_MAX (measured, tests/monitors/stattests/test_ks.py), so no decision
+    at a level above it differs. Every other p-value is scipy's own.
+
     Returns:
-        ``(statistic, p_value, method)`` with method ``exact`` or ``asymp``.
+        ``(statistic, p_value, method)`` with method ``exact``, ``asymp`` or
+        ``asymp_tail``.
     """
+    m, n = sorted([float(n_ref), float(n_cur)], reverse=True)
+    effective_n = round(m * n / (m + n))  # half to even, as scipy's np.round
     if max(n_ref, n_cur) <= SCIPY_MAX_AUTO_N and _attempt_exact_2kssamp is not None:
+        gcd = math.gcd(n_ref, n_cur)
+        if n_ref != n_cur and m * (2 * statistic * n + 1) > EXACT_BUDGET_CELLS:
+            # D on scipy's lattice h / lcm, rounded as scipy rounds it.
+            lcm = (n_ref // gcd) * n_cur
+            rounded = int(np.round(statistic * lcm)) / lcm
+            tail = kolmogorov_sf(rounded, effective_n) if rounded > 0 else 1.0
+            if tail <= TAIL_P:
+                return rounded, float(np.clip(tail, 0, 1)), "asymp_tail"
         success, rounded, p_value = _attempt_exact_2kssamp(
-            n_ref, n_cur, math.gcd(n_ref, n_cur), statistic, "two-sided"
+            n_ref, n_cur, gcd, statistic, "two-sided"
         )
         statistic = float(rounded)
         if success:
             return statistic, float(np.clip(p_value, 0, 1)), "exact"
-    m, n = sorted([float(n_ref), float(n_cur)], reverse=True)
-    effective_n = round(m * n / (m + n))  # half to even, as scipy's np.round
     p_value = kolmogorov_sf(statistic, effective_n)
     return statistic, float(np.clip(p_value, 0, 1)), "asymp"
 

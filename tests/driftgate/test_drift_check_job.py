@@ -214,6 +214,26 @@ def test_validate_checks_the_window_and_refuses_monitors_naming_unknown_features
         job.validate(config, window, [typo])
 
 
+def test_the_window_contract_is_judged_without_gx_unless_configured(monitored):
+    """Issue 32: the numeric window's verdict by the columnar engine equals GX's."""
+    config = monitored["config"]
+    window = job.read(config, *CALM)
+    columnar = job.validate(config, window, monitored["gates"].monitors)
+    gx_config = config.model_copy(
+        update={
+            "monitoring": config.monitoring.model_copy(
+                update={"contract_engine": "great_expectations"}
+            )
+        }
+    )
+    gx = job.validate(gx_config, window, monitored["gates"].monitors)
+    assert (columnar.engine, gx.engine) == ("columnar", "great_expectations")
+    mine, theirs = columnar.to_dict(), gx.to_dict()
+    for result in (mine, theirs):
+        del result["seconds"], result["engine"]
+    assert mine == theirs
+
+
 def test_summarise_and_decide_judge_a_window_without_touching_any_store(monitored):
     config, monitors = monitored["config"], monitored["gates"].monitors
     window = job.read(config, *STEPS)
