@@ -212,6 +212,13 @@ class Splits:
 
 
 SPLIT_METHODS = ("chronological", "random", "stratified")
+# A retrain's recent window (jobs/retrain_data.py), not a ``data.split`` choice: the
+# newest rows are the test split, as ``chronological``; the validation rows are a seeded
+# random sample of the rows before them. Cut chronologically, a window whose newest 30%
+# is a changed period left the model only the rows before the change to learn from, and
+# early stopping on changed validation rows stopped it after an epoch or two, answering
+# one class (issue 29: the demo's 1983 and 1984 candidates).
+RECENT_SPLIT = "recent"
 
 
 def split_periods(
@@ -269,9 +276,11 @@ def split_reference(
     split the latest rows: a model is checked on a future it has not seen.
     ``random``: a seeded shuffle. ``stratified``: seeded, each split keeping the
     reference period's share of every ``target`` class. Random and stratified
-    splits keep the rows of each split in time order.
+    splits keep the rows of each split in time order. ``recent`` (:data:`RECENT_SPLIT`,
+    a retrain's window): the test split the latest rows, the validation split a seeded
+    random sample of the rows before them, so training reaches up to the test rows.
     """
-    if method not in SPLIT_METHODS:
+    if method not in (*SPLIT_METHODS, RECENT_SPLIT):
         raise DataError(f"data.split must be one of {', '.join(SPLIT_METHODS)}, not {method!r}")
     if time_column is not None and time_column in reference.columns:
         reference = reference.sort_values(time_column, kind="stable")
@@ -294,6 +303,9 @@ def split_reference(
         if target is None or target not in reference.columns:
             raise DataError(f"data.split: stratified needs the target column '{target}'")
         position = _stratified_positions(reference[target], seed)
+    elif method == RECENT_SPLIT:  # the newest stay last (test); the rest shuffled
+        before = n_train + n_validation
+        position[:before] = np.random.default_rng(seed).permutation(before)
     order = np.argsort(position, kind="stable")
     parts = (
         np.sort(order[:n_train]),

@@ -55,7 +55,7 @@ from driftgate.config import ProjectConfig
 from driftgate.jobs.data import prepare_data
 from driftgate.monitors.rules import RetrainDataSettings
 from driftgate.stores.labels import is_verified
-from driftgate.training.data import DataError, Splits, split_reference
+from driftgate.training.data import RECENT_SPLIT, DataError, Splits, split_reference
 from driftgate.training.prepared import (
     SPLIT_FILES,
     WINDOW_ROWS_FILE,
@@ -122,7 +122,7 @@ class RetrainData:
         if self.settings.rows is not None:
             records += f" (newest {self.settings.rows} at most)"
         if self.settings.reference == "exclude":
-            text = f"trained on {records} alone, split in time order ({parts})"
+            text = f"trained on {records} alone, the newest tested ({parts})"
         else:
             text = f"trained on the configured data + {records} ({parts})"
         trained, left = (self.unverified.get(k, 0) for k in (UNVERIFIED_TRAIN, UNVERIFIED_LEFT_OUT))
@@ -220,10 +220,13 @@ def build(
     )
     if settings.rows is not None:  # in time order: the newest are last
         labelled = labelled.iloc[max(0, len(labelled) - settings.rows) :]
-    # A recent window is split in time order whatever data.split says: the candidate is
-    # then scored on the newest records, the present it is meant for.
+    # A recent window is split so that the candidate is scored on the newest records,
+    # the present it is meant for, whatever data.split says, and learns from every
+    # older one: its validation rows are drawn from the rows before the test
+    # (RECENT_SPLIT), not the newest ones before it, which after a change were the only
+    # changed rows it could have learnt from.
     selected = select_window_rows(
-        labelled, config, method=None if settings.is_default else "chronological"
+        labelled, config, method=None if settings.is_default else RECENT_SPLIT
     )
     if isinstance(selected, str):
         return selected

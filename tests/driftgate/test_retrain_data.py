@@ -164,7 +164,7 @@ def test_labelled_records_of_multi_record_requests_pass_the_contract_and_train(p
 def test_retrain_data_recent_reads_before_the_window_and_can_leave_the_reference_out(project):
     """``retrain.data``: the labelled records of the last ``recent`` (not only the
     breaching window), at most ``rows`` of the newest, and with ``reference: exclude``
-    nothing of the configured data, split in time order (issue 29)."""
+    nothing of the configured data, the newest tested (issue 29)."""
     from driftgate.jobs.retrain_data import save_data_settings
     from driftgate.monitors.rules import RetrainDataSettings
     from driftgate.stores.samples import SqlSampleStore
@@ -182,11 +182,17 @@ def test_retrain_data_recent_reads_before_the_window_and_can_leave_the_reference
     save_data_settings(config, "rt-recent", recent)
     built = retrain_data(config, "rt-recent", WINDOW)
     assert sum(built.added.values()) == 2 * LABELLED  # both windows, nothing else
-    assert "labelled records of the last 90d alone" in built.summary
+    assert "labelled records of the last 90d alone, the newest tested" in built.summary
     splits = prepare_data(built.config, validate_contract=False).splits
     assert len(splits.train) + len(splits.validation) + len(splits.test) == 2 * LABELLED
     assert splits.train["date"].max() <= splits.test["date"].min()  # in time order
     assert splits.test["date"].min() >= pd.Timestamp(WINDOW[0])  # the newest are tested
+    # ... and the candidate learns from every older one: the validation rows are drawn
+    # from the rows before the test, so training reaches the newest untested records
+    # (cut chronologically, training ended where validation began: after a change in
+    # the window's last 30%, the candidate knew only the past and answered one class).
+    assert splits.train["date"].max() > splits.validation["date"].min()
+    assert splits.train["date"].max() >= pd.Timestamp(WINDOW[0])
 
     save_data_settings(config, "rt-rows", recent.model_copy(update={"rows": 20}))
     assert sum(retrain_data(config, "rt-rows", WINDOW).added.values()) == 20
