@@ -6,7 +6,9 @@ model is built once and shared by every test that only reads it.
 
 from __future__ import annotations
 
+import fcntl
 import shutil
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,6 +52,59 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.integration)
 
 
+# -- one migrated MLflow store, copied --------------------------------------------------
+# A new SQLite MLflow store runs every alembic migration when first opened: 9-10 s of
+# wall time (about 3 s of CPU) each, and the suite makes dozens. The migrated schema is
+# built once per MLflow version under pytest's cache folder and copied (0.15 s) wherever
+# a test makes a new store. Its experiments are deleted, so each copy creates its own
+# `Default` experiment on first open, with the artifact root its opener resolves, exactly
+# as a new store does; everything else is the schema MLflow's own migrations produced.
+_template: Path | None = None
+_cache_dir: Path | None = None
+
+
+def pytest_configure(config):
+    global _cache_dir
+    _cache_dir = config.cache.mkdir("mlflow-store-template")
+
+
+def mlflow_store_template() -> Path:
+    """The migrated, empty MLflow SQLite store for the installed MLflow (built once; the
+    lock keeps two workers from building it together)."""
+    global _template
+    if _template is not None and _template.is_file():
+        return _template
+    import mlflow
+    from mlflow import MlflowClient
+
+    folder = _cache_dir or Path(__file__).resolve().parents[1] / ".pytest_cache"
+    folder.mkdir(parents=True, exist_ok=True)
+    template = folder / f"mlflow-{mlflow.__version__}.db"
+    with open(folder / "build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not template.is_file():
+            building = folder / f"building-{template.name}"
+            building.unlink(missing_ok=True)
+            uri = f"sqlite:///{building}"
+            MlflowClient(tracking_uri=uri, registry_uri=uri).search_experiments()
+            with sqlite3.connect(building) as db:
+                db.execute("DELETE FROM experiment_tags")
+                db.execute("DELETE FROM experiments")
+            db.close()
+            building.replace(template)
+    _template = template
+    return template
+
+
+def seed_mlflow_store(path: Path) -> str:
+    """A new MLflow store at ``path`` (a copy of the migrated template; a store already
+    there is kept); its ``sqlite:///`` URI."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(mlflow_store_template(), path)
+    return f"sqlite:///{path}"
+
+
 @pytest.fixture(autouse=True)
 def _no_ambient_tracking_server(monkeypatch):
     """Tests use their own stores, never a server named by the environment.
@@ -73,7 +128,8 @@ def project_dir(tmp_path_factory) -> Path:
     text = (REPO_ROOT / "driftgate.yaml").read_text()
     # The store is pinned so that no MLFLOW_TRACKING_URI in the environment can redirect it.
     text = text.replace("home: .driftgate", "home: state")
-    text = text.replace("  uri: null", f"  uri: sqlite:///{root / 'state' / 'mlflow.db'}")
+    uri = seed_mlflow_store(root / "state" / "mlflow.db")
+    text = text.replace("  uri: null", f"  uri: {uri}")
     text = text.replace(
         "  artifact_location: null",
         f"  artifact_location: {(root / 'state' / 'mlartifacts').as_uri()}",
@@ -190,6 +246,7 @@ class MlflowServer:
         import time
         import urllib.request
 
+        seed_mlflow_store(self.folder / "mlflow.db")
         command = [
             str(Path(sys.executable).with_name("mlflow")), "server",
             "--backend-store-uri", f"sqlite:///{self.folder / 'mlflow.db'}",
