@@ -26,12 +26,13 @@ demo: $(STAMP)  ## the main job: train, log and register the model on embedded d
 
 # The whole suite in two runs that together select exactly -m "not slow": first every
 # test but the `serial` ones on two workers, a module per worker at a time (module
-# fixtures such as a trained model are built once); then the `serial` modules alone,
-# since they assert recoveries, latencies and kill timings that a second worker's load
-# would make flaky.
+# fixtures such as a trained model are built once), the longest modules first
+# (tests/conftest.py: LONGEST_MODULES; `--no-loadscope-reorder` keeps that order) so both
+# workers finish together; then the `serial` modules alone, since they assert
+# recoveries, latencies and kill timings that a second worker's load would make flaky.
 test: $(STAMP)  ## lint, then the whole test suite (soak variants excluded: make soak)
 	$(BIN)/ruff check .
-	$(BIN)/pytest -m "not slow and not serial" -n 2 --dist loadfile
+	$(BIN)/pytest -m "not slow and not serial" -n 2 --dist loadfile --no-loadscope-reorder
 	$(BIN)/pytest -m "not slow and serial"
 
 check: $(STAMP)  ## the inner loop: lint + the tests that need no model, server or flow (under 2 min)

@@ -27,7 +27,7 @@ import pytest
 import yaml
 
 from driftgate.core.yamlconfig import ConfigError
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, seed_mlflow_store
 
 PACKAGES = ("driftgate", "serving", "training", "monitors", "gates", "data_contracts", "flows")
 PASSWORD = "Pw-s3cr3t-4f9e"  # recognisable: any trace of it in output is a leak
@@ -147,7 +147,7 @@ def test_a_pickled_model_in_the_registry_is_refused_before_it_is_unpickled(tmp_p
 
     marker = tmp_path / "code-ran"
     tracking = TrackingSettings(
-        uri=f"sqlite:///{tmp_path / 'mlflow.db'}",
+        uri=seed_mlflow_store(tmp_path / "mlflow.db"),
         artifact_location=(tmp_path / "artifacts").as_uri(),
         experiment="pickled",
     )
@@ -181,7 +181,7 @@ def secret_project(tmp_path, monkeypatch):
     state = root / "state"
     (root / "driftgate.yaml").write_text(
         f"home: state\nmodel: {{name: secret-model}}\n"
-        f"tracking: {{uri: 'sqlite:///{state / 'mlflow.db'}', "
+        f"tracking: {{uri: '{seed_mlflow_store(state / 'mlflow.db')}', "
         f"artifact_location: '{(state / 'artifacts').as_uri()}'}}\n"
         f"serving:\n  sample_store_url: postgresql://driftgate:{PASSWORD}@db.internal/samples\n"
         f"monitoring:\n  webhook_url: https://hooks.example/services/{WEBHOOK_TOKEN}\n"

@@ -16,6 +16,7 @@ import pytest
 
 from driftgate import registry
 from driftgate.jobs import adopt as job
+from tests.conftest import seed_mlflow_store
 
 FEATURES = ["x0", "x1", "x2", "x3"]
 
@@ -69,7 +70,7 @@ def store(tmp_path_factory):
     frame.assign(x3="a").to_csv(root / "text.csv", index=False)
     (root / "driftgate.yaml").write_text(
         f"home: state\nmodel:\n  name: external\ntracking:\n"
-        f"  uri: sqlite:///{state / 'mlflow.db'}\n"
+        f"  uri: {seed_mlflow_store(state / 'mlflow.db')}\n"
         f"  artifact_location: {(state / 'mlartifacts').as_uri()}\n"
         "  experiment: elsewhere\ndata:\n  source: reference.csv\n  target: y\n"
     )

@@ -27,7 +27,7 @@ from driftgate.config import load_config
 from driftgate.jobs import train as train_job
 from driftgate.training.train import TrainParams
 from tests import hostile_models as hostile
-from tests.conftest import mlflow_client
+from tests.conftest import mlflow_client, seed_mlflow_store
 from tests.driftgate.lenient_gates import LENIENT_GATES
 
 MODEL = "guarded"
@@ -43,6 +43,7 @@ def store(tmp_path_factory):
     """One genuine version (v1) of MODEL in this module's own store."""
     root = tmp_path_factory.mktemp("guarded")
     (root / "driftgate.yaml").write_text(f"home: state\nmodel:\n  name: {MODEL}\n")
+    seed_mlflow_store(root / "state" / "mlflow.db")  # the store `home: state` opens
     (root / "gates.yaml").write_text(LENIENT_GATES)
     config = load_config(root / "driftgate.yaml")
     config.train = TrainParams(max_epochs=2, patience=2)

@@ -22,7 +22,7 @@ from driftgate.jobs import promote as promote_job
 from driftgate.jobs import train as train_job
 from driftgate.training.model import TabularClassifier
 from driftgate.training.train import TrainParams
-from tests.conftest import StepRecorder, mlflow_client
+from tests.conftest import StepRecorder, mlflow_client, seed_mlflow_store
 from tests.driftgate.lenient_gates import LENIENT_GATES
 from tests.gates.plugin import docs_example_registered
 
@@ -41,6 +41,7 @@ class NaNAtHighVisibility(TabularClassifier):
 def store(tmp_path_factory):
     root = tmp_path_factory.mktemp("promote")
     (root / "driftgate.yaml").write_text("home: state\nmodel:\n  name: gated\n")
+    seed_mlflow_store(root / "state" / "mlflow.db")  # the store `home: state` opens
     (root / "gates.yaml").write_text(LENIENT_GATES)
     config = load_config(root / "driftgate.yaml")
     data = train_job.prepare_data(config)

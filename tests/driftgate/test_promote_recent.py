@@ -21,7 +21,7 @@ from driftgate.jobs import train as train_job
 from driftgate.training.inputs import model_inputs
 from driftgate.training.prepared import WINDOW_ROWS_FILE, save_prepared
 from driftgate.training.train import TrainParams
-from tests.conftest import mlflow_client
+from tests.conftest import mlflow_client, seed_mlflow_store
 
 RECENT_ROWS = 120
 GATES = """
@@ -49,6 +49,7 @@ def gates(tmp_path, recent: bool):
 def store(tmp_path_factory):
     root = tmp_path_factory.mktemp("recent")
     (root / "driftgate.yaml").write_text("home: state\nmodel:\n  name: judged\n")
+    seed_mlflow_store(root / "state" / "mlflow.db")  # the store `home: state` opens
     config = load_config(root / "driftgate.yaml")
     data = train_job.prepare_data(config)
     versions, models = {}, {}

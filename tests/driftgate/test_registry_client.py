@@ -18,12 +18,13 @@ from driftgate.gates.config import load_gate_config
 from driftgate.jobs import promote as promote_job
 from driftgate.jobs import train as train_job
 from driftgate.training.train import TrainParams
+from tests.conftest import seed_mlflow_store
 from tests.driftgate.lenient_gates import LENIENT_GATES
 
 
 def settings_in(folder, experiment="driftgate") -> TrackingSettings:
     return TrackingSettings(
-        uri=f"sqlite:///{folder / 'mlflow.db'}",
+        uri=seed_mlflow_store(folder / "mlflow.db"),
         artifact_location=(folder / "mlartifacts").as_uri(),
         experiment=experiment,
     )
@@ -93,6 +94,7 @@ def trained_project(tmp_path_factory):
     """A project of its own (its aliases move) with one small model registered."""
     root = tmp_path_factory.mktemp("counted")
     (root / "driftgate.yaml").write_text("home: state\nmodel:\n  name: counted\n")
+    seed_mlflow_store(root / "state" / "mlflow.db")  # the store `home: state` opens
     (root / "gates.yaml").write_text(LENIENT_GATES)
     config = load_config(root / "driftgate.yaml")
     config.train = TrainParams(max_epochs=3)

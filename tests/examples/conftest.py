@@ -19,6 +19,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.conftest import seed_mlflow_store
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO_ROOT / "examples"
 
@@ -84,6 +86,10 @@ def run_example(name: str, folder: Path) -> ExampleRun:
     from tests.serving.conftest import ThreadedService
 
     config = load_config(copy_example(name, folder))
+    # The default store (`home` + mlflow.db), migrated already: the CLI examples (churn,
+    # penguins) keep the clean clone's first store creation.
+    seed_mlflow_store(config.home_dir / "mlflow.db")
+    assert config.tracking.uri == f"sqlite:///{config.home_dir / 'mlflow.db'}"
     gates = load_gate_config(config.resolve(config.gates))
     training = train_job.run_training(config, on_epoch=None)
     promotion = run_promotion(config, gates)

@@ -19,7 +19,7 @@ import httpx
 import numpy as np
 import pytest
 
-from tests.conftest import free_port
+from tests.conftest import free_port, seed_mlflow_store
 from tests.driftgate.stores.conftest import _postgres_database
 
 ADMIN_TOKEN = "test-admin-token-7f3a"
@@ -61,7 +61,7 @@ def registered(tmp_path_factory) -> Registered:
     state = root / "state"
     (root / "driftgate.yaml").write_text(
         "home: state\nmodel:\n  name: served\ntracking:\n"
-        f"  uri: sqlite:///{state / 'mlflow.db'}\n"
+        f"  uri: {seed_mlflow_store(state / 'mlflow.db')}\n"
         f"  artifact_location: {(state / 'mlartifacts').as_uri()}\n"
     )
     config = load_config(root / "driftgate.yaml")

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from driftgate.cli import app
 from driftgate.config.serving import ServingSettings
 from driftgate.stores.samples import SqlSampleStore
+from tests.conftest import seed_mlflow_store
 from tests.serving.conftest import ThreadedService
 
 SPELLINGS = [True, False, "true", "False", "TRUE", 0, 1]
@@ -35,7 +36,7 @@ def _project(root, contract: bool):
     state = root / "state"
     config = (
         f"home: state\nmodel: {{name: booleans}}\ntracking:\n"
-        f"  uri: sqlite:///{state / 'mlflow.db'}\n"
+        f"  uri: {seed_mlflow_store(state / 'mlflow.db')}\n"
         f"  artifact_location: {(state / 'mlartifacts').as_uri()}\n"
         "data:\n  reference: reference.csv\n  target: Churned\n"
     )

@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 
 from driftgate.cli import app
 from driftgate.config.serving import ServingSettings
+from tests.conftest import seed_mlflow_store
 from tests.serving.conftest import ThreadedService
 from tests.training.test_missing_values import loan_frame
 
@@ -41,7 +42,7 @@ def _project(root, suffix: str) -> None:
     state = root / "state"
     (root / "driftgate.yaml").write_text(
         f"home: state\nmodel: {{name: loans}}\ntracking:\n"
-        f"  uri: sqlite:///{state / 'mlflow.db'}\n"
+        f"  uri: {seed_mlflow_store(state / 'mlflow.db')}\n"
         f"  artifact_location: {(state / 'mlartifacts').as_uri()}\n"
         f"data:\n  reference: {data.name}\n  target: default\n  contract: contract.yaml\n"
     )
