@@ -92,7 +92,15 @@ def revise_contract(
     if not answer.accept:
         job.record_declined(config, review_id, by=answer.by, reason=answer.reason)
         return {"review_id": review_id, "decision": "declined", "by": answer.by}
-    accepted = job.accept_revision(config, review_id, by=answer.by, reason=answer.reason)
+    try:
+        accepted = job.accept_revision(
+            config, review_id, by=answer.by, reason=answer.reason, shown=lines
+        )
+    except job.RevisionError as exc:  # e.g. the review took a window while the form waited
+        job.note_on_review(
+            config, review_id, f"contract revision accepted by {answer.by}, not written: {exc}"
+        )
+        return {"review_id": review_id, "decision": "not written", "detail": str(exc)}
     return {
         "review_id": review_id,
         "decision": "accepted",

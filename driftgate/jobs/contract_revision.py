@@ -140,17 +140,33 @@ def propose_for_review(config: ProjectConfig, review_id: str):
 
 
 def accept_revision(
-    config: ProjectConfig, review_id: str, *, by: str, reason: str | None = None
+    config: ProjectConfig,
+    review_id: str,
+    *,
+    by: str,
+    reason: str | None = None,
+    shown: list[str] | None = None,
 ) -> AcceptedRevision:
     """Write the revision ``review_id``'s window asks for as the contract's next version,
     tag the champion with it and resolve the review (the module doc).
 
+    ``shown``: the diff lines the person read (the Prefect form): refused when the
+    proposal built now differs.
+
     Raises:
-        RevisionError: nothing to widen, or that version was written meanwhile.
+        RevisionError: nothing to widen, the proposal is not the one ``shown``, or that
+            version was written meanwhile.
     """
     review, revision = propose_for_review(config, review_id)
     if not revision.changed:
         raise RevisionError(f"review {review_id}: nothing to revise: {revision.diff_lines()[0]}")
+    if shown is not None and revision.diff_lines() != shown:
+        # The person agreed to ``shown``; the review took a window since (a form can
+        # wait for days), so what would be written now is not what they read.
+        raise RevisionError(
+            f"review {review_id}: the proposal changed since it was shown; nothing written: "
+            "show it again"
+        )
     current = config.contract_in_effect()
     version = revision.revised.version
     path = revision_path(current, config.contract_revisions_dir, version)
@@ -206,9 +222,14 @@ def record_declined(config: ProjectConfig, review_id: str, *, by: str | None, re
     evidence; no contract is written and the review stays as it is (the refused traffic
     goes on, and its next window proposes again)."""
     who = f"declined by {by}" if by else "not answered"
+    note_on_review(config, review_id, f"contract revision {who}: {reason}")
+
+
+def note_on_review(config: ProjectConfig, review_id: str, line: str) -> None:
+    """One line of what happened to a proposal, on review ``review_id``'s evidence."""
     reviews = review_store(config)
     try:
-        reviews.add_evidence(review_id, [f"contract revision {who}: {reason}"])
+        reviews.add_evidence(review_id, [line])
     finally:
         reviews.close()
-    log.info("contract revision on review %s %s: %s", review_id, who, reason)
+    log.info("review %s: %s", review_id, line)

@@ -198,3 +198,22 @@ def test_a_pinned_service_contract_is_said_when_a_revision_is_accepted(project, 
     finally:
         reviews.close()
     assert any("serving.contract pins" in line for line in evidence)
+
+
+def test_a_proposal_that_changed_since_it_was_shown_is_not_written(project, trained_model):
+    """The Prefect form can wait for days while the review takes new windows: what the
+    person read is what is written, or nothing is (``shown``)."""
+    from driftgate.jobs.contract_revision import RevisionError, accept_revision, propose_for_review
+
+    _, config, version = project
+    good, shifted = refused_traffic(trained_model)
+    with ThreadedService(config, config.serving) as service:
+        review_id = review_refusals(config, version, service, good, shifted)
+    _, revision = propose_for_review(config, review_id)
+    read = revision.diff_lines()
+    stale = [read[0], "  columns.sea_level_pressure.max: 0.81 -> 1.00 (an older window)"]
+    with pytest.raises(RevisionError, match="changed since it was shown; nothing written"):
+        accept_revision(config, review_id, by="ana", shown=stale)
+    assert list(config.contract_revisions_dir.glob("*.yaml")) == []
+    accepted = accept_revision(config, review_id, by="ana", shown=read)
+    assert accepted.path.name == "rainfall.v2.yaml" and accepted.path.is_file()
