@@ -16,8 +16,6 @@ opens with a proposal (:func:`ask_for_review`), where that deployment exists.
 
 from __future__ import annotations
 
-import logging
-
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from prefect.exceptions import FlowPauseTimeout
@@ -27,8 +25,6 @@ from pydantic import Field
 
 from driftgate.config import ProjectConfig, load_config
 from driftgate.jobs import contract_revision as job
-
-log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 7 * 24 * 3600  # a person has a week; the proposal can be shown again
 
@@ -41,8 +37,9 @@ class ContractDecision(RunInput):
     by: str = Field(min_length=1, description="your name")
 
 
-def brief(review_id: str, lines: list[str]) -> str:
-    """The form's description and the run's artifact: the review and the diff."""
+def brief(review_id: str, lines: list[str], service: str) -> str:
+    """The form's description and the run's artifact: the review, the diff, and what
+    accepting does (``service``: what the running service then does)."""
     head, *diff = lines
     return "\n".join(
         [
@@ -53,8 +50,7 @@ def brief(review_id: str, lines: list[str]) -> str:
             "```",
             "",
             "Accepting writes the next contract version beside the current one, tags the "
-            "champion with it and resolves the review; the service applies it at its next "
-            "champion poll. Declining changes nothing.",
+            f"champion with it and resolves the review; {service}. Declining changes nothing.",
         ]
     )
 
@@ -74,7 +70,7 @@ def revise_contract(
     if not revision.changed:
         logger.info("review %s: %s", review_id, lines[0])
         return {"review_id": review_id, "decision": "nothing to revise", "detail": lines[0]}
-    text = brief(review_id, lines)
+    text = brief(review_id, lines, job.service_note(config))
     logger.info("review %s proposes:\n%s", review_id, "\n".join(lines))
     create_markdown_artifact(
         key=f"contract-revision-{review_id}".lower()[:100],

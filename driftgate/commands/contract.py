@@ -178,7 +178,11 @@ def revise_command(
     import getpass
     import sys
 
-    from driftgate.jobs.contract_revision import accept_revision, propose_for_review
+    from driftgate.jobs.contract_revision import (
+        accept_revision,
+        propose_for_review,
+        service_note,
+    )
     from driftgate.stores._sql import StoreError
 
     project = _project(config_path, needed=True)
@@ -201,5 +205,5 @@ def revise_command(
     tagged = f"; champion v{accepted.champion} tagged" if accepted.champion else ""
     typer.echo(
         f"wrote {accepted.path} (contract v{accepted.revision.revised.version}){tagged}; "
-        f"review {review.id} resolved; {accepted.service_note}."
+        f"review {review.id} resolved; {service_note(project)}."
     )

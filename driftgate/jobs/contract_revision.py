@@ -58,18 +58,18 @@ class AcceptedRevision:
     path: Path
     review_id: str
     champion: str | None  # the model version tagged, None without a champion
-    # serving.contract, when it pins a file: the service keeps validating with it.
-    pinned: Path | None = None
 
-    @property
-    def service_note(self) -> str:
-        """What the running service does with the new version, for the person."""
-        if self.pinned is not None:
-            return (
-                f"the service does NOT apply it: serving.contract pins {self.pinned}; point "
-                "serving.contract at the new file (or remove it) and restart the service"
-            )
-        return "the service applies it at its next champion poll"
+
+def service_note(config: ProjectConfig) -> str:
+    """What the running service does with an accepted revision, for the person: it
+    follows the contract in effect, unless ``serving.contract`` pins a file."""
+    if config.serving.contract:
+        return (
+            f"the service does NOT apply it: serving.contract pins "
+            f"{config.resolve(config.serving.contract)}; point serving.contract at the new "
+            "file (or remove it) and restart the service"
+        )
+    return "the service applies it at its next champion poll"
 
 
 def window_traffic(
@@ -199,22 +199,21 @@ def accept_revision(
                 registry.TAG_CONTRACT_FILE: str(path),
             },
         )
-    pinned = config.resolve(config.serving.contract) if config.serving.contract else None
-    accepted = AcceptedRevision(revision, path, review_id, champion, pinned)
+    pinned = bool(config.serving.contract)
     reviews = review_store(config)
     try:
         why = f" ({reason})" if reason else ""
         line = f"contract revision v{version} accepted by {by}{why}: {path}"
         # A pin is said where the person reads the review, not only in a log.
-        reviews.add_evidence(review_id, [f"{line}; {accepted.service_note}" if pinned else line])
+        reviews.add_evidence(review_id, [f"{line}; {service_note(config)}" if pinned else line])
         if review.status == "open":
             reviews.resolve(review_id, by=by, resolution=f"contract revised to v{version}: {path}")
     finally:
         reviews.close()
     log.info("contract %s v%d accepted by %s: %s", revision.revised.name, version, by, path)
-    if pinned is not None:
-        log.warning("review %s: %s", review_id, accepted.service_note)
-    return accepted
+    if pinned:
+        log.warning("review %s: %s", review_id, service_note(config))
+    return AcceptedRevision(revision, path, review_id, champion)
 
 
 def record_declined(config: ProjectConfig, review_id: str, *, by: str | None, reason: str) -> None:
