@@ -38,7 +38,6 @@ from driftgate.registry.client import (
 )
 from driftgate.registry.errors import MissingArtifactError, RegistryError, UnknownModelError
 from driftgate.registry.loading import (
-    LOADABLE,
     OnnxPyfunc,
     UnsafeModelError,
     load_adoptable_model,
@@ -130,7 +129,6 @@ __all__ = [
     "DESCRIPTION_PROMOTION",
     "DESCRIPTION_ROLLBACK",
     "EXPORTS_FOLDER",
-    "LOADABLE",
     "NO_VERSION",
     "ONNX_ARTIFACT",
     "PREVIOUS_CHAMPION_ALIAS",

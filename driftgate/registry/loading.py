@@ -32,16 +32,10 @@ class UnsafeModelError(RegistryError):
             else "a model outside the allow-list"
         )
         super().__init__(
-            f"{label}: refusing to load {kind}: {modelguard.describe(findings)}. {LOADABLE}"
+            f"{label}: refusing to load {kind}: {modelguard.describe(findings)}. "
+            # What to do instead: how to log a model of each format in the allow-list.
+            f"{modelguard.formats.how_to_log_loadable()}"
         )
-
-
-# What to do instead, in every refusal of a model folder.
-LOADABLE = (
-    "driftgate loads nothing that unpickles: log a PyTorch model with "
-    "mlflow.pytorch.log_model (pt2, the default), any other model as ONNX with "
-    "mlflow.onnx.log_model (e.g. skl2onnx for scikit-learn)"
-)
 
 
 class OnnxPyfunc:

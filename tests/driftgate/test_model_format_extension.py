@@ -110,20 +110,23 @@ def driftgate(project, *args: str) -> subprocess.CompletedProcess:
     )  # fmt: skip
 
 
-def formats_seen(project) -> tuple[Path, list[str]]:
+def formats_seen(project) -> tuple[Path, list[str], str]:
     """Where a subprocess like the CLI's imports the formats package from (the copy, not
-    the repository), and the formats it registered, in the order they claim a folder."""
+    the repository), the formats it registered, in the order they claim a folder, and
+    the advice every refusal ends with."""
     code = (
         "import driftgate.modelguard.formats as f; "
-        "print(f.__file__, *(m.name for m in f.formats()))"
+        "print(f.__file__, *(m.name for m in f.formats())); "
+        "print(f.how_to_log_loadable())"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=project.root, capture_output=True, text=True,
         timeout=120, env={**os.environ, "PYTHONPATH": str(project.package.parent)},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
-    where, *names = done.stdout.split()
-    return Path(where), names
+    listing, advice = done.stdout.splitlines()
+    where, *names = listing.split()
+    return Path(where), names, advice
 
 
 def test_a_model_format_from_the_docs_claims_its_folder_through_the_cli(project):
@@ -131,7 +134,7 @@ def test_a_model_format_from_the_docs_claims_its_folder_through_the_cli(project)
     format claims (exit 3, naming the known formats); with it the same command loads
     the model through the format's loader and adopts it, its metrics on the reference."""
     formats = project.package / "modelguard" / "formats"
-    assert formats_seen(project) == (formats / "__init__.py", ["onnx", "pt2"])
+    assert formats_seen(project)[:2] == (formats / "__init__.py", ["onnx", "pt2"])
     adopt = ("adopt", f"runs:/{project.run_id}/model", "-r", "reference.csv",
              "-c", "driftgate.yaml")  # fmt: skip
 
@@ -145,7 +148,11 @@ def test_a_model_format_from_the_docs_claims_its_folder_through_the_cli(project)
 
     (formats / "logistic_json.py").write_text(docs_example())
     # Found by the package on its own; imported first (by name) yet asked last (claim_order).
-    assert formats_seen(project)[1] == ["onnx", "pt2", "logistic_json"]
+    _, names, advice = formats_seen(project)
+    assert names == ["onnx", "pt2", "logistic_json"]
+    # What a refusal tells the user to do now names the new format too.
+    assert advice.endswith(", a logistic regression as JSON coefficients (MLmodel flavour "
+                           "'logistic_json')"), advice  # fmt: skip
     adopted = driftgate(project, *adopt)
     assert adopted.returncode == 0, adopted.stdout[-2000:] + adopted.stderr[-3000:]
     assert "adopted models:/logistic/1" in adopted.stdout

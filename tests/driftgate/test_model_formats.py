@@ -171,6 +171,32 @@ def test_formats_are_asked_in_claim_order_whatever_order_they_register_in():
     assert formats.formats() == before
 
 
+def test_every_refusal_advises_how_to_log_each_format_there_is():
+    """The advice after a refusal is read from the formats: pt2's (the default) first,
+    then by claim order, so a new format is named there with no other file edited; one
+    that says nothing of how to log it is named by its description and flavour."""
+    advice = registry.how_to_log_loadable()
+    assert advice == (
+        "driftgate loads nothing that unpickles: log a PyTorch model with "
+        "mlflow.pytorch.log_model (pt2, the default), any other model as ONNX with "
+        "mlflow.onnx.log_model (e.g. skl2onnx for scikit-learn)"
+    )
+    try:
+        register_as_a_module_of_the_package(
+            PT2_COPY
+            + "    description = 'a copied pt2 model'\n"
+            + "    how_to_log = ''\n"
+            + "    claim_order = 30\n"
+            + "register(Copy())\n"
+        )
+        assert registry.how_to_log_loadable() == (
+            f"{advice}, a copied pt2 model (MLmodel flavour 'copy')"
+        )
+    finally:
+        registry._FORMATS.pop("copy", None)  # the process's list as it was, for other tests
+    assert registry.how_to_log_loadable() == advice
+
+
 def test_the_package_imports_every_module_of_its_own_folder():
     """Discovered, not listed: each module of the package's folder (but the registry) is
     imported and registers its format, so a new format needs no line anywhere else."""

@@ -58,6 +58,9 @@ class OnnxFormat(ModelFormat):
     outputs_by_name = True
     runs_on_torch = False
     runtime_versions = MappingProxyType({"onnx": ("onnx", "onnx_version")})
+    how_to_log = (
+        "any other model as ONNX with mlflow.onnx.log_model (e.g. skl2onnx for scikit-learn)"
+    )
 
     def flavour_checks(self) -> dict[str, FlavourCheck]:
         return {"onnx": onnx_flavour, "python_function": _pyfunc}

@@ -82,6 +82,7 @@ class Pt2Format(ModelFormat):
     # What training logs and what MLflow users log most: a folder no format claims (a
     # pickled scikit-learn model, a cloudpickled pyfunc) is told what it lacks to be one.
     judges_unclaimed = True
+    how_to_log = "a PyTorch model with mlflow.pytorch.log_model (pt2, the default)"
 
     def flavour_checks(self) -> dict[str, FlavourCheck]:
         return {"pytorch": pytorch_flavour, "python_function": _pyfunc}

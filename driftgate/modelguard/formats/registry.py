@@ -68,6 +68,10 @@ class ModelFormat:
     # Also judges a folder no format claims (beside the finding that refuses it): at
     # most one format, whose findings tell the user what the folder lacks.
     judges_unclaimed: bool = False
+    # How a user logs a model of this format, for the advice in every refusal ("log a
+    # PyTorch model with mlflow.pytorch.log_model ..."); without it the advice names the
+    # format's description and flavour.
+    how_to_log: str = ""
 
     def flavour_checks(self) -> dict[str, FlavourCheck]:
         """Exactly the MLmodel flavours of this format, each with its rules, in the
@@ -161,6 +165,14 @@ def format_claiming(flavours: Mapping | None) -> ModelFormat | None:
     if not isinstance(flavours, Mapping):
         return None
     return next((f for f in _FORMATS.values() if f.claims(flavours)), None)
+
+
+def how_to_log_loadable() -> str:
+    """What every refusal advises: how to log a model that some format loads, the format
+    of unclaimed folders (the default) first, then in claim order."""
+    ordered = sorted(_FORMATS.values(), key=lambda f: (not f.judges_unclaimed, f.claim_order))
+    ways = [f.how_to_log or f"{f.description} (MLmodel flavour {f.marker!r})" for f in ordered]
+    return f"driftgate loads nothing that unpickles: log {', '.join(ways)}"
 
 
 def known_formats() -> str:
