@@ -430,10 +430,15 @@ def _mixture_ratio(x, p_tilted, n, subsets, factors, probs) -> np.ndarray:
         emptied = factors == 0
         if emptied.any():
             empty = ((x == 0).astype(np.int64) << np.arange(bins)).sum(axis=1)
-            patterns = np.arange(2**bins)
-            by_pattern = np.zeros(patterns.size)
-            for mask, value in zip(masks[emptied], constant[emptied], strict=True):
-                by_pattern[(patterns & mask) == mask] += value
+            # by_pattern[P] = sum of the constants of the emptied proposals whose bins
+            # are all in P: each constant at its mask, then a running sum along each
+            # bit (the subset-sum transform; a loop over 637 masks took a third of a
+            # 10-bin null's build).
+            by_pattern = np.zeros(2**bins)
+            np.add.at(by_pattern, masks[emptied], constant[emptied])
+            lattice = by_pattern.reshape((2,) * bins)  # a view: bit j is an axis
+            for axis in range(bins):
+                np.cumsum(lattice, axis=axis, out=lattice)
             total += by_pattern[empty]
         half = bins // 2
         low_bits, high_bits = (1 << half) - 1, ((1 << bins) - 1) ^ ((1 << half) - 1)
