@@ -15,8 +15,10 @@ affordable); the decision bound of every (feature, size) comes from the engine
 (:func:`monitors.nulls.decision_bound`, what ``check_drift`` decides with), and the
 CI test checks that bound against ``check_drift`` on real windows. Categorical windows
 of ``CONDITIONAL_MIN_ROWS`` rows or more are decided as the engine decides them: each
-against its own permutation null (:func:`conditional_hits`, about 0.2 s a window for
-800 levels, so the per-size figures on the ``rare`` table take minutes).
+against its own permutation null (:func:`conditional_hits`: the engine's p-value at
+the level, :func:`monitors.nulls.conditional_breach`, which stops drawing permutations
+once they settle it; a window near the level still costs the whole null, about 0.2 s
+for 800 levels, so the per-size figures on the ``rare`` table take minutes).
 
 Figures printed:
 
