@@ -18,7 +18,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from driftgate.monitors.stattests.binned import BinnedBootstrap, moved_details, proportions
+from driftgate.monitors.stattests.binned import (
+    BinnedBootstrap,
+    log_ratio_terms,
+    moved_details,
+    proportions,
+)
 from driftgate.monitors.stattests.registry import StatTest, TestOutcome, register
 
 
@@ -38,9 +43,8 @@ def js_rows(p_ref: np.ndarray, p_cur: np.ndarray, absent: np.ndarray | None) -> 
     """:func:`jensen_shannon_distance` of each row pair of raw proportions (JS needs no
     smoothing, so ``absent`` changes nothing; vectorised for the bootstrap null)."""
     m = (p_ref + p_cur) / 2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        a = np.where(p_ref > 0, p_ref * np.log2(p_ref / m), 0.0)
-        b = np.where(p_cur > 0, p_cur * np.log2(p_cur / m), 0.0)
+    a = log_ratio_terms(p_ref, p_ref, m, np.log2)
+    b = log_ratio_terms(p_cur, p_cur, m, np.log2)
     return np.sqrt(np.clip((a.sum(axis=1) + b.sum(axis=1)) / 2, 0.0, 1.0))
 
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from driftgate.monitors.stattests.binned import (
     BinnedBootstrap,
+    log_ratio_terms,
     moved_details,
     proportions,
     smooth,
@@ -37,9 +38,7 @@ def kl_rows(p_ref: np.ndarray, p_cur: np.ndarray, absent: np.ndarray | None) -> 
     """:func:`kl_divergence` of each row pair of raw proportions, smoothed as the engine
     smooths them (vectorised for the bootstrap null)."""
     r, c = smooth_rows(p_ref, absent), smooth_rows(p_cur, absent)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(r > 0, r * np.log(r / c), 0.0)
-    return np.sum(terms, axis=1)
+    return np.sum(log_ratio_terms(r, r, c), axis=1)
 
 
 def kl_test(reference, current) -> TestOutcome:

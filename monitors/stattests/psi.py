@@ -33,8 +33,12 @@ def psi_rows(p_ref: np.ndarray, p_cur: np.ndarray, absent: np.ndarray | None) ->
     """:func:`population_stability_index` of each row pair of raw proportions, smoothed
     as the engine smooths them (vectorised for the bootstrap null)."""
     r, c = smooth_rows(p_ref, absent), smooth_rows(p_cur, absent)
+    # (c - r) ln(c / r), 0 where r = 0 (the denominator's bins: the same mask as before).
     with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(r > 0, (c - r) * np.log(c / r), 0.0)
+        terms = np.divide(c, r)
+        np.log(terms, out=terms)
+        terms *= c - r
+    np.copyto(terms, 0.0, where=~(r > 0))
     return np.sum(terms, axis=1)
 
 

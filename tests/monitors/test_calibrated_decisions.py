@@ -27,8 +27,13 @@ from driftgate.monitors.hysteresis import apply_hysteresis
 from driftgate.monitors.nulls import (
     CONDITIONAL_MIN_ROWS,
     _categorical_population,
+    _mixture_ratio,
+    _permutations,
+    _proposals,
+    _tilted_draws,
     binned_null,
     binned_statistic,
+    conditional_breach,
     conditional_null,
     decision_bound,
     grid_size,
@@ -289,3 +294,53 @@ def test_the_conditional_null_catches_a_shift_of_the_common_levels(zipf_levels):
     result = report.result("c", "kl")
     assert result.drifted and result.p_value <= 1e-5
     assert 0 < result.bias_corrected < result.value
+
+
+def test_the_early_stopped_permutation_decision_is_the_whole_nulls(zipf_levels):
+    """conditional_breach (what the calibration benchmarks decide with) stops drawing
+    once the p-value is settled over the level: the same answer as the whole null's,
+    on windows far from, near and past breaching, at a loose and a strict level."""
+    profile, draw = zipf_levels
+    reference = profile.features["c"]
+    answers = set()
+    for rows, moved in ((600, 0), (600, 40), (3_000, 0), (3_000, 150)):
+        for seed in range(2):
+            window = pd.DataFrame({"c": draw(rows)})
+            window.loc[window.index[:moved], "c"] = "L1"  # some rows moved to one level
+            summary = summarise_window(profile, window).features["c"]
+            ref_counts, cur_counts, _ = bin_counts(reference, summary)
+            value = binned_statistic(
+                "kl", (ref_counts / ref_counts.sum())[None], (cur_counts / rows)[None],
+                categorical=True,
+            )[0]  # fmt: skip
+            null = conditional_null("kl", ref_counts, cur_counts)
+            for level in (0.05, 1e-3):
+                whole = null.p_value(value) <= level
+                early = conditional_breach("kl", ref_counts, cur_counts, value, level)
+                assert early == whole, (rows, moved, seed, level)
+                answers.add(whole)
+    assert answers == {True, False}  # both branches were exercised
+    # Drawn in chunks, the permutations are the one call's, value for value.
+    chunked = _permutations("kl", ref_counts, cur_counts)
+    values = np.concatenate([chunked(250) for _ in range(8)])
+    assert np.array_equal(np.sort(values), null.draws)
+
+
+def test_the_importance_weights_are_the_mixture_of_every_proposal():
+    """_mixture_ratio (summed by the proposals' structure, for speed) against its
+    definition, one term per proposal: ``sum_m pi_m c_m^n prod_(j in E_m) f_m^(x_j)``,
+    on windows drawn from the proposals themselves, so that many have empty and thin
+    tilted bins (the far tail the weights are there for)."""
+    rng = np.random.default_rng(12)
+    for bins, n in ((10, 30), (10, 100), (6, 40)):
+        p = rng.dirichlet(np.full(bins, 3.0))
+        subsets, factors, probs, tilted = _proposals(p, n)
+        counts, _weights = _tilted_draws(p, n, 400, rng)
+        x = counts[:, tilted]
+        assert (x == 0).any(axis=1).mean() > 0.3  # empty tilted bins are common here
+        scale = (1.0 / (1.0 - (1.0 - factors) * (subsets @ p[tilted]))) ** n
+        # f^(x_j) for the bins a proposal scales, 1 for the others (0^0 = 1).
+        product = np.power(factors[None, :, None], x[:, None, :] * subsets[None]).prod(axis=2)
+        expected = (probs * scale * product).sum(axis=1)
+        found = _mixture_ratio(x, p[tilted], n, subsets, factors, probs)
+        np.testing.assert_allclose(found, expected, rtol=1e-10)
