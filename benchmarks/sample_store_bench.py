@@ -10,7 +10,7 @@ window, which takes a while to load). Same run, same machine, same rows:
   ``--chunk-rows``) folded chunk by chunk into ``monitors.window.summarise_window``,
   then ``check_drift_counts`` with the same statistics;
 * ``drift check``: the drift check's own streamed path on the same window, the chunks
-  of ``jobs.drift_check.WindowSamples.chunks`` (the profiled features, the lease
+  of ``jobs.window_types.WindowSamples.chunks`` (the profiled features, the lease
   renewed) through ``monitors.partitions.summarise_stream`` in this process, then
   ``check_drift_counts``.
 
@@ -157,7 +157,7 @@ def child(mode: str, url: str, n_features: int, chunk_rows: int) -> dict:
         rows = len(frame)
         chunk_bytes = int(frame.memory_usage(deep=True).sum())
     elif mode == "drift-check":
-        from driftgate.jobs.drift_check import WindowSamples
+        from driftgate.jobs.window_types import WindowSamples
         from driftgate.monitors.partitions import summarise_stream
 
         def window(until: datetime) -> WindowSamples:

@@ -383,8 +383,18 @@ def steps_called_outside_the_runner(
 
 
 def journey_steps() -> dict[str, set[str]]:
+    """Each journey job's step functions, and under the module a step lives in when the
+    job imports it (the drift check's ``record`` is ``jobs.window_record.record``), so
+    that a flow importing a step from its own module is caught too."""
     by_module = dict(source_modules())
-    return {job: step_functions(by_module[job]) for job in JOURNEY_JOBS}
+    steps = {job: step_functions(by_module[job]) for job in JOURNEY_JOBS}
+    for job in JOURNEY_JOBS:
+        for node in ast.walk(ast.parse(by_module[job].read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("driftgate."):
+                for alias in node.names:
+                    if (alias.asname or alias.name) in steps[job]:
+                        steps.setdefault(node.module, set()).add(alias.name)
+    return steps
 
 
 def test_each_job_runs_its_journey_through_the_step_runner():
@@ -413,11 +423,13 @@ def test_the_journey_check_catches_a_flow_calling_a_step(tmp_path):
         "from prefect import flow, task\n"
         "from driftgate.jobs import train as job\n"
         "from driftgate.jobs.promote import evaluate_gates\n"
+        "from driftgate.jobs.window_record import record\n"
         "def f(config):\n    return job.fit_model(config)\n"
     )
     problems = steps_called_outside_the_runner([("driftgate.flows.train", flow)], journey_steps())
     assert problems == [
         "driftgate.flows.train:3 imports step driftgate.jobs.promote.evaluate_gates",
-        "driftgate.flows.train:5 calls step driftgate.jobs.train.fit_model",
+        "driftgate.flows.train:4 imports step driftgate.jobs.window_record.record",
+        "driftgate.flows.train:6 calls step driftgate.jobs.train.fit_model",
         "driftgate.flows.train:1 makes a Prefect task of its own",
     ]

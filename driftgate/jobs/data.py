@@ -2,7 +2,10 @@
 configured data, choose features, split it and validate the reference period against
 the data contract.
 
-It reads the project configuration, so it sits on the jobs layer; what it returns,
+:func:`prepare_data` is the one job function: it reads the project configuration and
+calls the plain steps of :mod:`driftgate.training.data` in order (read, parse time, join
+labels, check the target, split, choose features and their specs), then validates the
+reference period against the contract. What it returns,
 :class:`~driftgate.training.prepared.PreparedData`, is plain domain data.
 
 Where the data comes from (``driftgate.yaml``, section ``data``):
@@ -30,13 +33,13 @@ import pandas as pd
 from driftgate.config import DataSettings, ProjectConfig
 from driftgate.data_contracts.breach import ContractBreach
 from driftgate.training.data import (
-    DataError,
+    check_target,
+    choose_features,
     content_digest,
     feature_specs_for,
-    is_feature_dtype,
+    join_labels,
     load_dataset,
     parse_time_column,
-    read_table,
     resolve_source,
     split_periods,
     split_reference,
@@ -52,221 +55,41 @@ from driftgate.training.prepared import (
 log = logging.getLogger(__name__)
 
 
-def load_source(settings: DataSettings, task: str = "binary") -> pd.DataFrame:
-    """The configured reference data (``data.reference`` or ``data.source``), its
-    labels joined and its time column parsed, with a target fit for ``task``
-    (model.task): 0/1 for binary, any labels for multiclass, numbers for regression."""
-    frame = _load(settings, settings.reference_source)
-    _check_target(frame, settings.target, settings.reference_source, task)
-    return frame
-
-
-def _load(settings: DataSettings, source: str, labelled: bool = True) -> pd.DataFrame:
-    frame = load_dataset(source, start_date=settings.start_date)
-    if settings.time is not None:
-        frame = parse_time_column(frame, settings.time, source, settings.time_unit)
-    if settings.labels is not None and not labels_are_production_only(settings, frame, source):
-        frame = join_labels(frame, settings, source, drop_unlabelled=labelled)
-    return frame
-
-
 def load_production_file(settings: DataSettings, source: str) -> pd.DataFrame:
     """A production file as the jobs read it: its time column parsed, its labels
     (``data.labels``) joined by key where it has them (NaN where not), no row left out."""
-    return _load(settings, source, labelled=False)
+    return _read(settings, source, labelled=False)
 
 
-def labels_are_production_only(settings: DataSettings, frame: pd.DataFrame, source: str) -> bool:
-    """Whether ``data.labels`` labels only the production records: the reference
-    (``frame``, read from ``source``) holds the target itself and ``data.production``
-    is set. Such a reference used to be refused ("data.labels would join a second"),
-    so production labels could not be configured at all."""
-    return (
+def _read(settings: DataSettings, source: str, labelled: bool = True) -> pd.DataFrame:
+    """One configured file: read, its time column parsed, its labels joined (rows
+    without one left out when ``labelled``)."""
+    frame = load_dataset(source, start_date=settings.start_date)
+    if settings.time is not None:
+        frame = parse_time_column(frame, settings.time, source, settings.time_unit)
+    labels = settings.labels
+    # With data.production set, a reference holding its own target is not joined:
+    # data.labels labels the production records then. Such a reference used to be
+    # refused ("data.labels would join a second"), so production labels could not be
+    # configured at all.
+    production_only = (
         settings.production is not None
         and source == settings.reference_source
         and settings.target in frame.columns
     )
-
-
-def join_labels(
-    frame: pd.DataFrame, settings: DataSettings, where: str, drop_unlabelled: bool = True
-) -> pd.DataFrame:
-    """``frame`` with the target joined from ``data.labels`` by its key column."""
-    labels_settings = settings.labels
-    assert labels_settings is not None
-    key, target = labels_settings.key, settings.target
-    if target in frame.columns:
-        hint = (
-            "; with data.production set, data.labels labels the production records and "
-            "the reference keeps its own target"
-            if settings.production is None
-            else ""
+    if labels is not None and not production_only:
+        frame = join_labels(
+            frame,
+            source,
+            labels_path=labels.source,
+            key=labels.key,
+            label_column=labels.target or settings.target,
+            target=settings.target,
+            option="data.labels.target" if labels.target else "data.target",
+            drop_unlabelled=labelled,
+            production_set=settings.production is not None,
         )
-        raise DataError(
-            f"{where}: already has the target column '{target}'; data.labels would join "
-            f"a second{hint}"
-        )
-    labels = read_labels_table(settings)
-    if key not in frame.columns:
-        raise DataError(f"{where}: data.labels.key column '{key}' not found")
-    joined = frame.merge(labels[[key, target]], on=key, how="left", sort=False)
-    unlabelled = joined[target].isna()
-    if drop_unlabelled and unlabelled.any():
-        log.warning(
-            "%s: %d of %d rows have no label in %s; left out",
-            where,
-            int(unlabelled.sum()),
-            len(joined),
-            labels_settings.source,
-        )
-        joined = joined[~unlabelled].reset_index(drop=True)
-        # The left join made integer labels float (NaN); give them back their type,
-        # but never truncate a regression target.
-        values = joined[target]
-        if pd.api.types.is_float_dtype(values) and (values % 1 == 0).all():
-            joined[target] = values.astype("int64")
-    return joined
-
-
-def read_labels_table(settings: DataSettings) -> pd.DataFrame:
-    """The labels file of ``data.labels``: its key column and its label column (renamed
-    to ``data.target``), one row per key; DataError naming the file and column else."""
-    labels_settings = settings.labels
-    assert labels_settings is not None
-    key, path = labels_settings.key, labels_settings.source
-    column = labels_settings.target or settings.target
-    option = "data.labels.target" if labels_settings.target else "data.target"
-    labels = read_table(path)
-    if key not in labels.columns:
-        raise DataError(f"{path}: data.labels.key column '{key}' not found")
-    if column not in labels.columns:
-        raise DataError(
-            f"{path}: label column '{column}' ({option}) not found; columns: "
-            f"{', '.join(map(str, labels.columns))}"
-        )
-    duplicated = labels[key].duplicated()
-    if duplicated.any():
-        raise DataError(
-            f"{path}: key '{key}' repeats (e.g. {labels[key][duplicated].iloc[0]!r}); "
-            "one label per key"
-        )
-    labels = labels[[key, column]]
-    return labels.rename(columns={column: settings.target}) if column != settings.target else labels
-
-
-def _check_target(frame: pd.DataFrame, target: str, where: str, task: str = "binary") -> None:
-    if target not in frame.columns:
-        raise DataError(f"{where}: target column '{target}' not found")
-    labels = frame[target]
-    if labels.isna().any():
-        raise DataError(f"{where}: target column '{target}' has missing values")
-    if task == "binary" and not set(labels.unique()) <= {0, 1}:
-        raise DataError(
-            f"{where}: target column '{target}' must be 0/1 for model.task binary "
-            "(multiclass takes labels, regression numbers)"
-        )
-    if task == "regression" and not pd.api.types.is_numeric_dtype(labels):
-        raise DataError(
-            f"{where}: target column '{target}' must be numeric for model.task regression"
-        )
-
-
-def _load_splits(settings: DataSettings, task: str):
-    """The four splits from the configured source(s)."""
-    split = {
-        "method": settings.split,
-        "seed": settings.split_seed,
-        "time_column": settings.time,
-        "target": settings.target,
-    }
-    reference = load_source(settings, task)
-    if settings.reference is None:
-        return split_periods(
-            reference,
-            settings.reference_rows,
-            settings.validation_share,
-            settings.test_share,
-            **split,
-        )
-    if settings.production is not None:
-        production = _load(settings, settings.production, labelled=False)
-    else:
-        production = reference.iloc[:0]
-    return split_reference(
-        reference, production, settings.validation_share, settings.test_share, **split
-    )
-
-
-def choose_features(settings: DataSettings, frame: pd.DataFrame, where: str) -> list[str]:
-    """``data.features``, or every usable column but those that are not features."""
-    unknown = [c for c in settings.exclude if c not in frame.columns]
-    if unknown:
-        raise DataError(f"{where}: data.exclude names column(s) not in the data: {unknown}")
-    if settings.features is not None:
-        return list(settings.features)
-    not_features = {settings.target, settings.time, *settings.exclude}
-    if settings.labels is not None:
-        not_features.add(settings.labels.key)
-    taken, skipped, uninformative = [], [], []
-    for column in frame.columns:
-        if column in not_features:
-            continue
-        if not is_feature_dtype(frame[column]):
-            skipped.append(str(column))
-        elif why := _uninformative(frame[column]):
-            uninformative.append(f"{column} ({why})")
-        else:
-            taken.append(str(column))
-    if not taken:
-        raise DataError(f"{where}: no feature columns left (data.features is null)")
-    log.info(
-        "data.features not set: taking %d column(s): %s%s%s",
-        len(taken),
-        ", ".join(taken),
-        f"; excluded by data.exclude: {', '.join(settings.exclude)}" if settings.exclude else "",
-        f"; not usable (datetime): {', '.join(skipped)}" if skipped else "",
-    )
-    if uninformative:
-        log.warning(
-            "%s: data.features not set: not taking %s; list a column in data.features "
-            "to take it, or in data.exclude to silence this",
-            where,
-            ", ".join(uninformative),
-        )
-    return taken
-
-
-# An id column is told from a feature by every value being distinct; on fewer rows a
-# real feature is distinct by chance too often to say.
-ID_LIKE_MIN_ROWS = 50
-
-
-def _uninformative(values: pd.Series) -> str | None:
-    """Why a column the user did not name makes a poor feature, or None.
-
-    Constant: one value (or none) in the reference, so the model learns nothing from it
-    and every later value is drift. Id-like: every value distinct, as text (each row its
-    own category) or as integers that run through a range about as long as the column
-    (order numbers, row counters; a count such as an income is distinct too but spread
-    far wider). Both used to become features silently.
-    """
-    present = values.dropna()
-    distinct = present.nunique()
-    if distinct <= 1:
-        first = present.iloc[0] if distinct else None
-        first = first.item() if hasattr(first, "item") else first  # numpy's repr is noisy
-        shown = "no values" if distinct == 0 else f"one value: {first!r}"
-        return f"constant, {shown}"
-    if len(values) < ID_LIKE_MIN_ROWS or distinct < len(values):
-        return None
-    if pd.api.types.is_bool_dtype(values) or isinstance(values.dtype, pd.CategoricalDtype):
-        return None
-    if pd.api.types.is_integer_dtype(values):
-        span = int(present.max()) - int(present.min()) + 1
-        return "id-like, every value distinct and consecutive" if span <= 2 * len(values) else None
-    if pd.api.types.is_object_dtype(values) or pd.api.types.is_string_dtype(values):
-        return "id-like, every value distinct"
-    return None
+    return frame
 
 
 def contract_categories(contract_path: str | None) -> dict[str, list]:
@@ -296,18 +119,48 @@ def prepare_data(
     does). ``validate_contract=False`` skips Great Expectations, for steps that only
     score data an earlier step validated.
     """
-    settings = config.data
-    if settings.prepared is not None:
+    settings, task = config.data, config.model.task
+    split = {
+        "method": settings.split,
+        "seed": settings.split_seed,
+        "time_column": settings.time,
+        "target": settings.target,
+    }
+    if settings.prepared is not None:  # the folder `driftgate prepare` wrote
         folder = config.resolve(settings.prepared)
-        splits = load_splits(folder)
         where = str(folder)
-        _check_target(splits.reference, settings.target, where, config.model.task)
+        splits = load_splits(folder)
+        check_target(splits.reference, settings.target, where, task)
         data_file = folder / SPLIT_FILES["train"]
     else:
-        splits = _load_splits(settings, config.model.task)
         where = settings.reference_source
-        data_file = resolve_source(settings.reference_source)
-    features = choose_features(settings, splits.train, where)
+        reference = _read(settings, where)
+        check_target(reference, settings.target, where, task)
+        if settings.reference is None:  # data.source: one file, cut in time order
+            splits = split_periods(
+                reference,
+                settings.reference_rows,
+                settings.validation_share,
+                settings.test_share,
+                **split,
+            )
+        else:
+            production = (
+                reference.iloc[:0]
+                if settings.production is None
+                else _read(settings, settings.production, labelled=False)
+            )
+            splits = split_reference(
+                reference, production, settings.validation_share, settings.test_share, **split
+            )
+        data_file = resolve_source(where)
+    features = choose_features(
+        splits.train,
+        where,
+        features=settings.features,
+        exclude=settings.exclude,
+        not_features=(settings.target, settings.time, settings.labels and settings.labels.key),
+    )
     specs = feature_specs_for(
         splits.train,
         features,

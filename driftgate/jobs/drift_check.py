@@ -12,13 +12,19 @@
 3. :func:`summarise` the window into per-feature counts once (in process, or on Dask);
 4. :func:`decide` every drift statistic for the evidence, and each monitor with its own
    threshold (:mod:`monitors.rules`);
-5. :func:`record` the evidence (an MLflow run with one metric per feature and test, the
+5. ``record`` the evidence (an MLflow run with one metric per feature and test, the
    contract result and the drift report; report files under home) and then the
-   hysteresis state (consecutive breaches);
+   hysteresis state (consecutive breaches): :mod:`driftgate.jobs.window_record`;
 6. :func:`act` on the monitors that fire: the registered actions
    (:mod:`monitors.actions`), each once per monitor and window, and the webhook;
-7. :func:`report`: the Evidently HTML report for people, added to the run last, so that
-   no decision or action waits for it.
+7. ``report``: the Evidently HTML report for people, added to the run last, so that
+   no decision or action waits for it: :mod:`driftgate.jobs.window_report`.
+
+This module is the journey (:func:`judge_window`, the steps in order) and the steps
+that read, validate, summarise, decide and act; what the steps hand each other
+(:class:`WindowSamples`, :class:`Decision`, :class:`WindowVerdict`) is
+:mod:`driftgate.jobs.window_types`, and which windows a run judges is
+:mod:`driftgate.jobs.window_plan`.
 
 The MLflow run is logged before any state changes or action, so that every action
 links to its evidence; if anything before that fails, nothing is recorded and no
@@ -30,18 +36,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import logging
 import math
 import os
-import tempfile
-import time
-import weakref
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from driftgate import registry
@@ -51,10 +51,18 @@ from driftgate.jobs.contract_revision import REFUSED_METRIC, proposal_evidence
 from driftgate.jobs.retrain import Launcher, start_retrain
 from driftgate.jobs.steps import StepRunner, call_step
 from driftgate.jobs.window_plan import plan_recent
+from driftgate.jobs.window_record import record
+from driftgate.jobs.window_report import EVIDENTLY_REPORT, render_report, report
+from driftgate.jobs.window_types import (
+    Decision,
+    WindowSamples,
+    WindowVerdict,
+    features_frame,
+    stream_features,
+)
 from driftgate.monitors.actions import ActionPorts, ActionRequest, ActionTaken, take_action
 from driftgate.monitors.durations import parse_duration
 from driftgate.monitors.hysteresis import Firing
-from driftgate.monitors.kinds import kind_of
 from driftgate.monitors.partitions import Mapper
 from driftgate.monitors.rules import Monitor, MonitorResult, check_monitors_against
 from driftgate.stores.control import fit_cause
@@ -64,7 +72,6 @@ from driftgate.stores.factories import (
     monitor_state_store,
     open_reader,
     review_store,
-    sample_store_at,
 )
 from driftgate.stores.samples import to_utc
 
@@ -88,7 +95,6 @@ def __getattr__(name: str):
 # driftgate.monitors.rules / driftgate.monitors.actions now.
 __all__ = [
     "ActionTaken",
-    "WindowVerdict",
     "act",
     "control_store",
     "decide",
@@ -96,132 +102,10 @@ __all__ = [
     "open_reader",
     "parse_duration",
     "read",
-    "record",
-    "report",
     "review_store",
     "summarise",
     "validate",
 ]
-
-
-@dataclass
-class WindowVerdict:
-    model_name: str
-    model_version: str
-    start: pd.Timestamp
-    end: pd.Timestamp
-    rows: int
-    contract_passed: bool | None
-    results: list[MonitorResult]
-    firings: dict[str, Firing]
-    actions: list[ActionTaken] = field(default_factory=list)
-    run_id: str | None = None
-    drift_metrics: dict[str, float] = field(default_factory=dict)
-    report_dir: Path | None = None
-    evidently_report: Path | None = None  # written by the last step (:func:`report`)
-    # Reviews to which this window's refused traffic added a contract revision proposal
-    # (a person accepts it: the CLI, or the revise-contract flow the drift-check flow starts).
-    proposals: list[str] = field(default_factory=list)
-
-    @property
-    def breached(self) -> list[str]:
-        return [r.monitor for r in self.results if r.breached]
-
-    def to_summary(self) -> dict:
-        """JSON-able: window, rows, breaches, actions, run id, report path, and each
-        monitor's result (``monitors``: name -> :meth:`MonitorResult.to_dict`)."""
-        return {
-            "window": [self.start.isoformat(), self.end.isoformat()],
-            "rows": self.rows,
-            "model_version": self.model_version,
-            "breached": self.breached,
-            "insufficient_data": [
-                r.monitor for r in self.results if r.status == "insufficient_data"
-            ],
-            "actions": [a.__dict__ for a in self.actions],
-            "run_id": self.run_id,
-            "report": str(self.report_dir / "summary.md") if self.report_dir else None,
-            "evidently_report": str(self.evidently_report) if self.evidently_report else None,
-            "metrics": self.drift_metrics,
-            "monitors": {r.monitor: r.to_dict() for r in self.results},
-        }
-
-    def summary_rows(self) -> list[dict]:
-        return [
-            {
-                "monitor": r.monitor,
-                "metric": r.metric,
-                "observed": "-" if r.observed is None else f"{r.observed:.4g}",
-                "threshold": f"{r.threshold:g}",
-                "status": r.status,
-                "breached": r.breached,
-                "consecutive": self.firings[r.monitor].consecutive
-                if r.monitor in self.firings
-                else 0,
-                "fired": self.firings[r.monitor].fire if r.monitor in self.firings else False,
-                "p": "-" if r.p_value is None else f"{r.p_value:.2g}",
-                "level": "-" if r.level is None else f"{r.level:.2g}",
-                "corrected": "-" if r.bias_corrected is None else f"{r.bias_corrected:.3g}",
-                "detectable": "-" if r.min_detectable is None else f"{r.min_detectable:.3g}",
-                "floor": "-" if r.effect_size_floor is None else f"{r.effect_size_floor:g}",
-                "features": ", ".join(r.breached_features),
-                "action": r.action,
-                "why": self._why(r),
-            }
-            for r in self.results
-        ]
-
-    def _why(self, result: MonitorResult) -> str:
-        """Why a result is what it is: a breach that did not fire, too few rows."""
-        firing = self.firings.get(result.monitor)
-        if result.breached and firing is not None and not firing.fire:
-            return firing.why or "did not fire"
-        acted = [a for a in self.actions if a.monitor == result.monitor and not a.changed]
-        if acted:
-            return f"already acted on this window: {acted[0].detail}"
-        if "concentration" in result.details:  # a pause downgraded: whose values they were
-            return result.details["concentration"]
-        if result.status != "ok" or result.labels is not None:  # performance: the figures
-            return result.reason
-        if "evidence" in result.details:  # a pooled breach: over which span it was found
-            return result.reason
-        return ""
-
-    def markdown(self) -> str:
-        contract = {True: "passed", False: "FAILED", None: "not checked"}[self.contract_passed]
-        columns = (
-            "monitor",
-            "metric",
-            "observed",
-            "threshold",
-            "status",
-            "breached",
-            "corrected",
-            "p",
-            "level",
-            "detectable",
-            "floor",
-            "consecutive",
-            "fired",
-            "features",
-            "why",
-        )
-        lines = [
-            f"# Drift check {self.model_name} v{self.model_version}: {self.start} .. {self.end}",
-            "",
-            f"{self.rows} rows; contract {contract}; MLflow run {self.run_id or '-'}",
-            "",
-            "| " + " | ".join(columns) + " |",
-            "|" + "---|" * len(columns),
-        ]
-        for row in self.summary_rows():
-            lines.append("| " + " | ".join(str(row[c]) for c in columns) + " |")
-        if self.evidently_report:
-            lines += ["", f"Evidently report: {self.evidently_report}"]
-        if self.actions:
-            lines += ["", "Actions:"]
-            lines += [f"- {a.monitor}: {a.action} — {a.detail}" for a in self.actions]
-        return "\n".join(lines) + "\n"
 
 
 def load_champion_profile(config: ProjectConfig, version: str):
@@ -241,145 +125,6 @@ def load_champion_profile(config: ProjectConfig, version: str):
     profile = ReferenceProfile.load(folder)
     keep_nulls_in(profile, cache / "nulls")
     return profile
-
-
-def _features_frame(window: pd.DataFrame, schema: dict[str, str]) -> pd.DataFrame:
-    """The profiled features, numeric ones as numbers and categorical ones as their
-    values (the categories the service stored). A profiled column absent from a window
-    that has rows is an error naming it (MissingColumnError, exit 2): counting it as
-    100% missing once paused production for a file whose column names differed from
-    the model's. A sensor that went silent sends its column with missing values, which
-    the missing-share monitors see."""
-    from driftgate.monitors import MissingColumnError
-
-    absent = [name for name in schema if name not in window.columns]
-    if absent and len(window):
-        raise MissingColumnError(
-            absent,
-            0,
-            where=f"the window's samples (columns: {', '.join(map(str, window.columns))})",
-        )
-    if list(window.columns) == list(schema) and all(
-        kind == "numeric" and window[name].dtype == np.float64 for name, kind in schema.items()
-    ):
-        return window  # already the profiled numbers (a streamed chunk): no copy
-    frame = pd.DataFrame(index=window.index)
-    for name, kind in schema.items():
-        if name not in window.columns:
-            frame[name] = np.nan if kind == "numeric" else pd.Series(None, index=window.index)
-        elif kind == "numeric":
-            frame[name] = pd.to_numeric(window[name], errors="coerce")
-        else:
-            frame[name] = window[name].astype(object).where(window[name].notna(), None)
-    return frame
-
-
-@dataclass
-class WindowSamples:
-    """What :func:`read` returns: the champion, its profile and the window's samples.
-
-    A window of at most ``monitoring.contract_rows`` samples is held whole. A larger
-    one is not: ``samples`` / ``current`` are an even sample of it (for the contract
-    and the Evidently report), ``chunks`` streams every row's features from the store
-    for the summary, and ``row_count`` is the window's true size.
-    """
-
-    model_name: str
-    model_version: str
-    start: pd.Timestamp
-    end: pd.Timestamp
-    profile: object  # monitors.profile.ReferenceProfile
-    samples: pd.DataFrame  # as stored (every column, for the contract)
-    current: pd.DataFrame  # the profiled features (numbers; categories as values)
-    row_count: int | None = None  # the whole window's rows (default: len(current))
-    # Records served in the window: sum of 1 / serving.sample_fraction over its samples.
-    estimated_records: float | None = None
-    sample_fraction: float = 1.0  # the smallest fraction in force in the window
-    # Where a streamed window is read from, and its lease: plain data, so the window
-    # pickles (Prefect's Dask runner ships the task context that holds it).
-    store_url: str | None = None
-    sqlite_synchronous: str = "FULL"
-    lease_id: str | None = None
-    stream: bool = False  # True: summarise reads every row from the store in chunks
-    chunk_rows: int = 0
-    # Rejected records, overflow and requests of the window (sample store only; the
-    # traffic monitors read it, monitors.traffic).
-    traffic: object | None = None  # monitors.traffic.TrafficCounts
-
-    def __post_init__(self) -> None:
-        # The one sample store every read of the window shares (its chunks, rejected
-        # records, the concentration check, the lease), opened by :func:`read` and
-        # closed by :meth:`close`. Not fields, so that dataclasses.asdict never copies
-        # a connection pool, and never pickled: a copy opens its own on first use, once
-        # per process, and closes it when the copy is collected (nothing else closes a
-        # copy).
-        self._store = None
-        self._closer = None
-
-    def __getstate__(self) -> dict:
-        return {**self.__dict__, "_store": None, "_closer": None}
-
-    @property
-    def rows(self) -> int:
-        return len(self.current) if self.row_count is None else self.row_count
-
-    @property
-    def sampled(self) -> bool:
-        """True when ``samples`` is an even sample of a larger window."""
-        return self.stream
-
-    def use_store(self, store) -> None:
-        """Make ``store`` (a SqlSampleStore at ``store_url``) the window's store; the
-        window closes it."""
-        self._store = store
-        self._closer = weakref.finalize(self, store.close)
-
-    def store(self):
-        """The window's sample store: opened at most once per process."""
-        if self._store is None:
-            self.use_store(
-                sample_store_at(self.store_url, sqlite_synchronous=self.sqlite_synchronous)
-            )
-        return self._store
-
-    def chunks(self) -> Iterator[pd.DataFrame]:
-        """Every row's profiled features, streamed from the store in chunks."""
-        yield from _stream(
-            self.store(), self.start, self.end, dict(self.profile.schema), self.chunk_rows,
-            self.lease_id,
-        )  # fmt: skip
-
-    def rejected_chunks(self) -> Iterator[pd.DataFrame]:
-        """The profiled features of the window's rejected records, in chunks (none when
-        the window was read from files)."""
-        if self.store_url is None:
-            return
-        schema = dict(self.profile.schema)
-        for chunk in self.store().iter_rejected(
-            self.start, self.end, chunk_rows=self.chunk_rows or 100_000
-        ):
-            yield _features_frame(chunk, schema)
-
-    def close(self) -> None:
-        """End the retention lease (if any) and close the window's store; idempotent."""
-        lease_id, self.lease_id = self.lease_id, None
-        try:
-            if lease_id is not None:
-                self.store().release(lease_id)
-        except Exception as exc:  # the lease expires on its own
-            log.warning("retention lease on %s..%s not released: %s", self.start, self.end, exc)
-        finally:
-            closer, self._store, self._closer = self._closer, None, None
-            if closer is not None:
-                closer()  # once: a finalizer runs at most once
-
-
-@dataclass
-class Decision:
-    """What :func:`decide` returns: every monitor's result and the evidence report."""
-
-    results: list[MonitorResult]
-    evidence: object  # monitors.DriftReport over the evidence statistics
 
 
 # -- 1. read -------------------------------------------------------------------------
@@ -410,7 +155,7 @@ def read(config: ProjectConfig, start, end, *, source: str | None = None) -> Win
     )
     if not hasattr(reader, "iter_window"):  # files: read whole, as given
         window.samples = reader.read_window(start, end)
-        window.current = _features_frame(window.samples, schema)
+        window.current = features_frame(window.samples, schema)
         return window
     window.store_url = reader.url
     window.sqlite_synchronous = config.serving.sqlite_synchronous
@@ -424,7 +169,7 @@ def read(config: ProjectConfig, start, end, *, source: str | None = None) -> Win
         window.sample_fraction = stats.min_fraction
         window.samples = _held_samples(config, reader, start, end, stats.rows)
         window.stream = stats.rows > config.monitoring.contract_rows
-        window.current = _features_frame(window.samples, schema)
+        window.current = features_frame(window.samples, schema)
         window.traffic = _traffic(reader, start, end, stats.rows)
     except BaseException:
         window.close()
@@ -458,35 +203,6 @@ def _traffic(reader, start, end, accepted: int):
         errors=requests.errors,
         latencies=requests.latencies,
     )
-
-
-def _stream(
-    reader,
-    start,
-    end,
-    schema: dict[str, str],
-    chunk_rows: int,
-    lease,
-    without_client: str | None = None,
-    model_version: str | None = None,
-) -> Iterator[pd.DataFrame]:
-    """The window's profiled features in chunks of ``chunk_rows`` (every client's, or
-    all but ``without_client``'s), renewing the lease as it goes (a long read outlives
-    no lease)."""
-    renewed = time.monotonic()
-    for chunk in reader.iter_window(
-        start,
-        end,
-        chunk_rows=chunk_rows,
-        features_only=True,
-        without_client=without_client,
-        model_version=model_version,
-    ):
-        if lease is not None and time.monotonic() - renewed > 60:
-            reader.renew(lease)
-            renewed = time.monotonic()
-        yield _features_frame(chunk, schema)
-        del chunk
 
 
 # -- 2. validate ---------------------------------------------------------------------
@@ -667,7 +383,7 @@ def concentration_checked(
             continue
         rest = summarise_stream(
             window.profile,
-            _stream(store, window.start, window.end, schema, window.chunk_rows or 100_000,
+            stream_features(store, window.start, window.end, schema, window.chunk_rows or 100_000,
                     window.lease_id, without_client=top),
         )  # fmt: skip
         evidence = WindowEvidence(
@@ -745,7 +461,7 @@ def pooled_windows(window: WindowSamples, counts):
             shorter = max(k for k in pools if k < windows)
             earlier = summarise_stream(
                 window.profile,
-                _stream(window.store(), window.end - windows * length,
+                stream_features(window.store(), window.end - windows * length,
                         window.end - shorter * length, schema,
                         window.chunk_rows or 100_000, None,
                         model_version=window.model_version),
@@ -766,194 +482,6 @@ def _with_rejected(window: WindowSamples, counts):
         return counts
     rejected = summarise_stream(window.profile, window.rejected_chunks())
     return merge_windows(window.profile, [[counts], [rejected]])
-
-
-# -- 5. record -----------------------------------------------------------------------
-def record(
-    config: ProjectConfig,
-    window: WindowSamples,
-    decision: Decision,
-    contract_result,
-    monitors: list[Monitor],
-) -> WindowVerdict:
-    """Log the evidence (MLflow run, report files), then advance the hysteresis state."""
-    verdict = WindowVerdict(
-        model_name=window.model_name,
-        model_version=window.model_version,
-        start=window.start,
-        end=window.end,
-        rows=window.rows,
-        contract_passed=None if contract_result is None else contract_result.passed,
-        results=decision.results,
-        firings={},
-        drift_metrics=decision.evidence.metrics(),
-    )
-    with tempfile.TemporaryDirectory() as scratch:
-        folder = Path(scratch)
-        artifacts = _write_evidence(config, window, decision, contract_result, folder)
-        verdict.run_id = _log_evidence_run(config, window, verdict, artifacts)
-        verdict.report_dir = _keep_reports(config, verdict, folder, monitors)
-    # The hysteresis state advances only once the evidence is logged: a run that
-    # fails before this point leaves the window unjudged, so the next run judges it
-    # again (catch-up) instead of remembering a breach no action was taken on.
-    _advance_hysteresis(config, verdict, monitors)
-    return verdict
-
-
-def _write_evidence(
-    config: ProjectConfig, window: WindowSamples, decision: Decision, contract_result, folder
-) -> dict[str, Path]:
-    """The window's evidence files in ``folder`` (drift report, monitor results, the
-    contract result), by artifact name; the Evidently report comes later (:func:`report`)."""
-    from driftgate.data_contracts import render_html, render_markdown
-
-    (folder / "drift.json").write_text(json.dumps(decision.evidence.to_dict(), indent=2))
-    (folder / "monitors.json").write_text(
-        json.dumps([r.to_dict() for r in decision.results], indent=2, default=str)
-    )
-    artifacts = {"drift": folder / "drift.json", "monitors": folder / "monitors.json"}
-    if contract_result is not None:
-        (folder / "contract.md").write_text(render_markdown(contract_result))
-        (folder / "contract.html").write_text(render_html(contract_result))
-        artifacts["contract"] = folder / "contract.md"
-        artifacts["contract_html"] = folder / "contract.html"
-    return artifacts
-
-
-def _log_evidence_run(
-    config: ProjectConfig, window: WindowSamples, verdict: WindowVerdict, artifacts
-) -> str:
-    """One MLflow run for the window: its parameters, metrics, tags and evidence files."""
-    name, version, start, end = (
-        verdict.model_name,
-        verdict.model_version,
-        verdict.start,
-        verdict.end,
-    )
-    results = verdict.results
-    return registry.log_monitoring_run(
-        config.tracking,
-        config.monitoring.experiment,
-        f"{name}-v{version} {start:%Y-%m-%d %H:%M}..{end:%Y-%m-%d %H:%M}",
-        params={
-            "model_name": name,
-            "model_version": version,
-            "rows": window.rows,
-            "estimated_records": round(window.estimated_records or window.rows, 1),
-            "sample_fraction": window.sample_fraction,
-            "window_start": start.isoformat(),
-            "window_end": end.isoformat(),
-        },
-        metrics={
-            **verdict.drift_metrics,
-            "rows": float(window.rows),
-            **_traffic_metrics(window.traffic),
-            **_monitor_metrics(results),
-        },
-        tags={
-            "driftgate.model_name": name,
-            "driftgate.model_version": version,
-            "driftgate.window_start": start.isoformat(),
-            "driftgate.window_end": end.isoformat(),
-            "driftgate.breached": ",".join(verdict.breached) or "-",
-            "driftgate.insufficient_data": ",".join(
-                r.monitor for r in results if r.status == "insufficient_data"
-            )
-            or "-",
-            "driftgate.contract": str(verdict.contract_passed),
-        },
-        artifacts=artifacts,
-    )
-
-
-def _traffic_metrics(traffic) -> dict[str, float]:
-    if traffic is None:  # a window read from files
-        return {}
-    return {
-        "rejected_rows": float(traffic.rejected),
-        "rejected_overflow": float(traffic.overflow),
-        "requests": float(traffic.requests),
-    }
-
-
-def _monitor_metrics(results: list[MonitorResult]) -> dict[str, float]:
-    """Each monitor's numbers as ``monitor.<name>.<key>`` metrics."""
-    return {
-        **{f"monitor.{r.monitor}.observed": r.observed for r in results if r.observed is not None},
-        **{f"monitor.{r.monitor}.breached": float(r.breached) for r in results},
-        **{
-            f"monitor.{r.monitor}.insufficient_data": float(r.status == "insufficient_data")
-            for r in results
-        },
-        **{
-            f"monitor.{r.monitor}.{key}": float(getattr(r, key))
-            for r in results
-            # performance monitors: label count, realized metric, baseline
-            for key in (
-                "p_value",
-                "level",
-                "bias_corrected",
-                "min_detectable",
-                "effect_size_floor",
-                "labels",
-                "realized",
-                "baseline",
-            )
-            if getattr(r, key) is not None and np.isfinite(getattr(r, key))
-        },
-        # An estimated metric's estimate, sampling error and reference, for the MLflow
-        # compare view beside the realized metrics.
-        **{
-            f"monitor.{r.monitor}.{key}": float(value)
-            for r in results
-            for key, value in r.details.items()
-            if isinstance(value, int | float) and math.isfinite(value)
-        },
-    }
-
-
-def _keep_reports(
-    config: ProjectConfig, verdict: WindowVerdict, folder: Path, monitors: list[Monitor]
-) -> Path:
-    """The evidence files copied under home, with the verdict's summary."""
-    start, end = verdict.start, verdict.end
-    # Named after the monitors too: two deployments judging the same window for
-    # different monitors must not overwrite each other's evidence.
-    report_dir = (
-        config.home_dir
-        / "reports"
-        / "drift"
-        / f"{start:%Y%m%dT%H%M}-{end:%Y%m%dT%H%M}-{'-'.join(m.name for m in monitors)}"[:200]
-    )
-    report_dir.mkdir(parents=True, exist_ok=True)
-    for path in folder.iterdir():
-        (report_dir / path.name).write_bytes(path.read_bytes())
-    (report_dir / "summary.md").write_text(verdict.markdown())
-    return report_dir
-
-
-def _advance_hysteresis(
-    config: ProjectConfig, verdict: WindowVerdict, monitors: list[Monitor]
-) -> None:
-    """Each monitor's consecutive-breach state and latest status, into ``verdict.firings``."""
-    by_name = {m.name: m for m in monitors}
-    window = {
-        "model_name": verdict.model_name,
-        "model_version": verdict.model_version,
-        "window_start": verdict.start,
-        "window_end": verdict.end,
-    }
-    state = monitor_state_store(config)
-    try:
-        for result in verdict.results:
-            # A performance window is judged again as its labels arrive: its own ledger.
-            rejudged = kind_of(result.metric).rejudged_as_labels_arrive
-            step = state.advance_performance if rejudged else state.advance
-            firing = step(monitor=by_name[result.monitor], result=result, **window)
-            verdict.firings[result.monitor] = firing
-            state.record_status(result=result, firing=firing, **window)
-    finally:
-        state.close()
 
 
 # -- 6. act --------------------------------------------------------------------------
@@ -1036,79 +564,6 @@ def _propose_revision(config: ProjectConfig, reviews, verdict: WindowVerdict, re
     )
 
 
-# -- 7. report -----------------------------------------------------------------------
-EVIDENTLY_REPORT = "evidently.html"
-
-
-def report(
-    config: ProjectConfig,
-    window: WindowSamples,
-    verdict: WindowVerdict,
-    background: Mapping[str, str] | None = None,
-) -> WindowVerdict:
-    """The Evidently HTML report of the window, for people: written beside the summary
-    (``evidently.html``, its path on the verdict and in the summary) and added to the
-    window's MLflow run (artifact ``report/evidently.html``).
-
-    Last, off the decision's path: importing Evidently and building its report took
-    most of a check (2.7 s of 3.7 s warm on an 8,159-row window, 5 s of imports in a
-    fresh process), and nothing decided or done depends on it. A report that fails is a
-    warning; the verdict stands.
-
-    ``background``: render it in a child process that outlives this one (what
-    ``driftgate drift-check`` asks, so that its user waits for the verdict only): the
-    arguments that reach this window again (``config``, ``source``: the command's own,
-    or absent); the child reads the window as :func:`read` does and writes the same
-    files. Default: here, before returning.
-    """
-    if not config.monitoring.evidently_report or window.rows == 0:
-        return verdict
-    path = verdict.report_dir / EVIDENTLY_REPORT
-    if background is not None:
-        _report_in_background(verdict, background)
-        verdict.evidently_report = path
-    elif render_report(config, window, path, verdict.run_id):
-        verdict.evidently_report = path
-    else:
-        return verdict
-    (verdict.report_dir / "summary.md").write_text(verdict.markdown())
-    return verdict
-
-
-def render_report(config: ProjectConfig, window: WindowSamples, path: Path, run_id) -> bool:
-    """Render the window's Evidently report at ``path`` and add it to run ``run_id``;
-    False (and a warning) if that failed."""
-    from driftgate.monitors.report import render_evidently_report
-
-    try:
-        render_evidently_report(window.profile, window.current, path)
-        if run_id is not None:
-            registry.log_run_artifacts(config.tracking, run_id, {"report": path})
-    except Exception as exc:  # a report for people must not change the verdict
-        log.warning("Evidently report not rendered: %s", exc)
-        return False
-    return True
-
-
-def _report_in_background(verdict: WindowVerdict, how: Mapping[str, str]) -> None:
-    """Start ``driftgate render-report`` for the window in its own session (it outlives
-    this process); its output goes to ``evidently.log`` beside the report."""
-    import subprocess
-    import sys
-
-    command = [
-        sys.executable, "-m", "driftgate.cli", "render-report",
-        "--start", verdict.start.isoformat(), "--end", verdict.end.isoformat(),
-        "--version", verdict.model_version, "--into", str(verdict.report_dir),
-        *(["--run-id", verdict.run_id] if verdict.run_id else []),
-        *[item for key, value in how.items() if value for item in (f"--{key}", value)],
-    ]  # fmt: skip
-    with (verdict.report_dir / "evidently.log").open("ab") as out:
-        subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True
-        )
-
-
 def render_window_report(
     config: ProjectConfig,
     start,
@@ -1119,10 +574,12 @@ def render_window_report(
     run_id: str | None = None,
     source: str | None = None,
 ) -> Path | None:
-    """The background half of :func:`report`: the window's report rendered into
-    ``into`` from the samples :func:`read` holds and ``version``'s profile (None, and a
-    warning, if it failed). Reads only: no lease, no registry lookup (the version is
-    given), so that it never holds a lock a later check or the service waits on."""
+    """The background half of the ``report`` step (:mod:`driftgate.jobs.window_report`):
+    the window's report rendered into ``into`` from the samples :func:`read` holds and
+    ``version``'s profile (None, and a warning, if it failed). Here, beside :func:`read`,
+    since it reads the window as that step does. Reads only: no lease, no registry
+    lookup (the version is given), so that it never holds a lock a later check or the
+    service waits on."""
     start, end = to_utc(start), to_utc(end)
     profile = load_champion_profile(config, version)
     reader = open_reader(config, source)
@@ -1141,7 +598,7 @@ def render_window_report(
         end=end,
         profile=profile,
         samples=samples,
-        current=_features_frame(samples, dict(profile.schema)),
+        current=features_frame(samples, dict(profile.schema)),
     )
     if window.rows == 0:
         log.warning("Evidently report of %s..%s not rendered: no samples", start, end)
@@ -1206,7 +663,7 @@ def judge_window(
     Prefect task of the drift-check flow: :mod:`driftgate.jobs.steps`). ``mapper``:
     where the window's cells are summarised (see :func:`summarise`); ``launcher``: where
     a ``retrain`` action's retrain runs (see :func:`act`); ``report_in_background``:
-    the Evidently report in a child process (see :func:`report`).
+    the Evidently report in a child process (see :func:`~driftgate.jobs.window_report.report`).
     """
     monitors = list(gates.monitors if monitors is None else monitors)
     window = run_step("read-window", read, config, start, end, source=source)
@@ -1234,7 +691,7 @@ def judge_recent(
 ) -> list[WindowVerdict]:
     """Judge every window :func:`driftgate.jobs.window_plan.plan_recent` plans, without Prefect (a
     ``launcher`` may start a retrain on a Prefect server: :mod:`driftgate.jobs.retrain`;
-    ``report_in_background``: see :func:`report`)."""
+    ``report_in_background``: see :func:`~driftgate.jobs.window_report.report`)."""
     judge = functools.partial(
         judge_window, config, gates, source=source, launcher=launcher,
         report_in_background=report_in_background,

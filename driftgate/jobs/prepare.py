@@ -17,8 +17,8 @@ import pandas as pd
 
 from driftgate.config import ProjectConfig
 from driftgate.data_contracts.breach import ContractBreach
-from driftgate.jobs.data import PreparedData, prepare_data
-from driftgate.training.prepared import file_md5, save_prepared
+from driftgate.jobs.data import prepare_data
+from driftgate.training.prepared import PreparedData, file_md5, save_prepared
 
 log = logging.getLogger(__name__)
 

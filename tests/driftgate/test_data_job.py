@@ -205,13 +205,13 @@ def test_constant_and_id_like_columns_are_reported_and_not_taken(project, caplog
 
 
 def test_consecutive_integers_are_id_like_but_a_spread_count_is_not():
-    from driftgate.jobs.data import _uninformative
+    from driftgate.training.data import uninformative
 
     rows = 200
-    assert _uninformative(pd.Series(np.arange(5000, 5000 + rows))) is not None
-    assert _uninformative(pd.Series(np.arange(rows) * 997 + 20_000)) is None  # e.g. incomes
-    assert _uninformative(pd.Series(np.arange(40))) is None  # too few rows to tell
-    assert _uninformative(pd.Series([1.5] * 10 + [np.nan])).startswith("constant")
+    assert uninformative(pd.Series(np.arange(5000, 5000 + rows))) is not None
+    assert uninformative(pd.Series(np.arange(rows) * 997 + 20_000)) is None  # e.g. incomes
+    assert uninformative(pd.Series(np.arange(40))) is None  # too few rows to tell
+    assert uninformative(pd.Series([1.5] * 10 + [np.nan])).startswith("constant")
 
 
 def test_a_retrains_data_is_judged_by_the_contract_on_the_columns_the_model_uses(project):

@@ -13,6 +13,8 @@ import pytest
 from driftgate import registry
 from driftgate.gates.config import load_gate_config
 from driftgate.jobs import drift_check as job
+from driftgate.jobs.window_record import record
+from driftgate.jobs.window_types import WindowVerdict
 from driftgate.monitors.stattests import get_stattest
 from driftgate.stores.control import ControlStore
 from driftgate.stores.factories import monitor_state_store
@@ -265,7 +267,7 @@ def test_record_logs_and_counts_before_act_takes_the_actions(monitored):
         return review.breaches
 
     breaches_before = kl_breaches()
-    verdict = job.record(config, window, decision, contract, monitors)
+    verdict = record(config, window, decision, contract, monitors)
     assert verdict.run_id and (verdict.report_dir / "drift.json").is_file()
     assert verdict.firings["mean-shift-kl"].fire and verdict.actions == []
     assert kl_breaches() == breaches_before  # recorded, not acted on
@@ -408,7 +410,7 @@ def test_a_window_already_acted_on_says_so_and_the_report_shows_corrected_and_fl
         observed=1e-9, p_value=1e-9, level=1e-5, bias_corrected=0.21, min_detectable=0.07,
         effect_size_floor=0.05,
     )  # fmt: skip
-    verdict = job.WindowVerdict(
+    verdict = WindowVerdict(
         model_name="m", model_version="1", start=pd.Timestamp("2030-01-01", tz="UTC"),
         end=pd.Timestamp("2030-01-02", tz="UTC"), rows=500, contract_passed=True,
         results=[ks], firings={"shape-ks": Firing(1, True)},

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from driftgate.jobs import drift_check as job
+from driftgate.jobs.window_types import WindowSamples
 from driftgate.monitors import ReferenceProfile
 from driftgate.monitors.evidence import Evidence
 from driftgate.monitors.kinds import WindowEvidence, evaluate_all
@@ -73,7 +74,7 @@ def judge(url: str, hour: int):
     """The monitor on window ``hour`` as the drift check's decide step gathers it."""
     start, end = START + hour * HOUR, START + (hour + 1) * HOUR
     store = SqlSampleStore(url)
-    window = job.WindowSamples(
+    window = WindowSamples(
         model_name="m", model_version="1", start=start, end=end, profile=PROFILE,
         samples=pd.DataFrame(), current=pd.DataFrame(), store_url=url,
     )  # fmt: skip
