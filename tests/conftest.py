@@ -7,6 +7,8 @@ model is built once and shared by every test that only reads it.
 from __future__ import annotations
 
 import fcntl
+import itertools
+import re
 import shutil
 import sqlite3
 import tempfile
@@ -39,6 +41,45 @@ INTEGRATION_FIXTURES = frozenset(
     {"trained_model", "project_config", "project_dir", "registered", "mlflow_server"}
     | {"prefect_harness", "onnx_exported", "postgres_url"}
 )
+# The folders that may hold `serial` modules: the serial pass collects only these (a
+# serial module elsewhere fails every run's collection, so none is silently left out).
+SERIAL_FOLDERS = ("serving", "infra")
+
+
+# -- what a `-m` expression can never select is not collected ---------------------------
+# Collecting a module imports it, and the integration modules import torch, MLflow,
+# Prefect and the service: about 21 CPU-s a process for the whole suite. `make check`
+# (`-m "not ... integration"`) would deselect every test of an integration folder or
+# module, and the serial pass (`-m "... serial"`) every test outside SERIAL_FOLDERS, so
+# neither imports them.
+def _never_selected(config, marks: dict[str, bool]) -> bool:
+    """Whether ``-m`` is false for every test whose marks include (True) or lack
+    (False) ``marks``, whatever its other marks."""
+    from _pytest.mark.expression import Expression
+
+    text = config.option.markexpr
+    if not text:
+        return False
+    expression = Expression.compile(text)
+    names = sorted(set(re.findall(r"[A-Za-z_]\w*", text)) - {"and", "or", "not"} - set(marks))
+    for values in itertools.product((False, True), repeat=len(names)):
+        given = {**dict(zip(names, values, strict=True)), **marks}
+        if expression.evaluate(lambda name, /, marked=given, **_: marked.get(name, False)):
+            return False
+    return True
+
+
+def pytest_ignore_collect(collection_path, config):
+    tests = Path(__file__).parent
+    if collection_path == tests or tests not in collection_path.parents:
+        return None
+    relative = collection_path.relative_to(tests)
+    integration = relative.parts[0] in INTEGRATION_FOLDERS or relative.name in INTEGRATION_MODULES
+    if integration and _never_selected(config, {"integration": True}):
+        return True
+    if relative.parts[0] not in SERIAL_FOLDERS and _never_selected(config, {"serial": False}):
+        return True
+    return None
 
 
 # The longest modules, longest first (worker-seconds of one `make test` pass 1 under
@@ -65,6 +106,11 @@ def pytest_collection_modifyitems(config, items):
     rank = {}
     for item in items:
         relative = Path(item.fspath).relative_to(tests)
+        if item.get_closest_marker("serial") and relative.parts[0] not in SERIAL_FOLDERS:
+            raise pytest.UsageError(
+                f"{relative}: a serial module outside SERIAL_FOLDERS {SERIAL_FOLDERS} "
+                "(tests/conftest.py), which the serial pass would not collect"
+            )
         if (
             relative.parts[0] in INTEGRATION_FOLDERS
             or relative.name in INTEGRATION_MODULES
