@@ -285,6 +285,46 @@ def trained_model(project_config) -> TrainedModel:
     )  # fmt: skip
 
 
+def register_session_model(trained_model: TrainedModel, name: str) -> str:
+    """The session's trained version registered again under ``name`` in the session's
+    store (its artifacts, run and registration tags) and made that model's champion: the
+    version another training run on the session's config would register, without its
+    ~20 CPU-s of training. For modules whose subject is what happens to a champion
+    (drift checks, retrains), not how it was trained."""
+    from driftgate import registry
+
+    config = trained_model.config
+    client = mlflow_client(config.tracking.uri)
+    original = client.get_model_version(config.model.name, trained_model.outcome.registered.version)
+    # Its source is a logged model (`models:/m-...`), which MLflow's registry looks up
+    # through the process-wide tracking URI, not this client's (an earlier module on the
+    # same worker may have left it on another store): name its artifacts instead.
+    source = original.source
+    if source.startswith("models:/m-"):
+        source = client.get_logged_model(source.removeprefix("models:/")).artifact_location
+    client.create_registered_model(name)
+    tags = trained_model.tags_after_registration or {}
+    version = client.create_model_version(name, source, run_id=original.run_id, tags=tags).version
+    client.set_registered_model_alias(name, registry.CHAMPION_ALIAS, version)
+    return str(version)
+
+
+def register_session_fit(trained_model: TrainedModel, config, data=None):
+    """The session's fitted model logged and registered in ``config``'s store (its own
+    run, metrics, reference profile and version, as training registers them), in place
+    of fitting the same model again (~15 CPU-s). Refused unless that fit would be this
+    one: the same data (digest) and the same model spec (task, features, parameters
+    and seed). ``data``: ``config``'s prepared data, when the caller has it."""
+    from driftgate.jobs import train as job
+
+    data = data if data is not None else job.prepare_data(config)
+    session = trained_model.config, trained_model.data
+    assert data.digest == trained_model.data.digest, "not the session's data: fit it"
+    assert job.model_spec(config, data) == job.model_spec(*session), "not the session's model"
+    metrics = job.evaluate_model(config, data, trained_model.result)
+    return job.register_model(config, data, trained_model.result, metrics)
+
+
 def mlflow_client(uri: str):
     """An MlflowClient whose registry is the same store as its tracking.
 
