@@ -393,7 +393,12 @@ class MlflowServer:
                         return
             except OSError:
                 time.sleep(0.3)
-        raise TimeoutError(f"mlflow server not up after {timeout} s")
+        # Stopped here: a fixture whose start fails never reaches its own stop (one such
+        # server, started under load, outlived its test run by 38 minutes).
+        self.stop()
+        raise TimeoutError(
+            f"mlflow server not up after {timeout} s; see {self.folder / 'server.log'}"
+        )
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
