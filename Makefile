@@ -29,12 +29,14 @@ demo: $(STAMP)  ## the main job: train, log and register the model on embedded d
 # fixtures such as a trained model are built once), the longest modules first
 # (tests/conftest.py: LONGEST_MODULES; `--no-loadscope-reorder` keeps that order) so both
 # workers finish together; then the `serial` modules alone, since they assert
-# recoveries, latencies and kill timings that a second worker's load would make flaky.
+# recoveries, latencies and kill timings that a second worker's load would make flaky
+# (that run imports only the folders that may hold them: tests/conftest.py, SERIAL_FOLDERS).
 test: $(STAMP)  ## lint, then the whole test suite (soak variants excluded: make soak)
 	$(BIN)/ruff check .
 	$(BIN)/pytest -m "not slow and not serial" -n 2 --dist loadfile --no-loadscope-reorder
 	$(BIN)/pytest -m "not slow and serial"
 
+# `make check` never imports the integration folders and modules (tests/conftest.py).
 check: $(STAMP)  ## the inner loop: lint + the tests that need no model, server or flow (under 2 min)
 	$(BIN)/ruff check .
 	$(BIN)/pytest -m "not slow and not integration" -n 2

@@ -7,6 +7,8 @@ model is built once and shared by every test that only reads it.
 from __future__ import annotations
 
 import fcntl
+import itertools
+import re
 import shutil
 import sqlite3
 import tempfile
@@ -39,6 +41,45 @@ INTEGRATION_FIXTURES = frozenset(
     {"trained_model", "project_config", "project_dir", "registered", "mlflow_server"}
     | {"prefect_harness", "onnx_exported", "postgres_url"}
 )
+# The folders that may hold `serial` modules: the serial pass collects only these (a
+# serial module elsewhere fails every run's collection, so none is silently left out).
+SERIAL_FOLDERS = ("serving", "infra")
+
+
+# -- what a `-m` expression can never select is not collected ---------------------------
+# Collecting a module imports it, and the integration modules import torch, MLflow,
+# Prefect and the service: about 21 CPU-s a process for the whole suite. `make check`
+# (`-m "not ... integration"`) would deselect every test of an integration folder or
+# module, and the serial pass (`-m "... serial"`) every test outside SERIAL_FOLDERS, so
+# neither imports them.
+def _never_selected(config, marks: dict[str, bool]) -> bool:
+    """Whether ``-m`` is false for every test whose marks include (True) or lack
+    (False) ``marks``, whatever its other marks."""
+    from _pytest.mark.expression import Expression
+
+    text = config.option.markexpr
+    if not text:
+        return False
+    expression = Expression.compile(text)
+    names = sorted(set(re.findall(r"[A-Za-z_]\w*", text)) - {"and", "or", "not"} - set(marks))
+    for values in itertools.product((False, True), repeat=len(names)):
+        given = {**dict(zip(names, values, strict=True)), **marks}
+        if expression.evaluate(lambda name, /, marked=given, **_: marked.get(name, False)):
+            return False
+    return True
+
+
+def pytest_ignore_collect(collection_path, config):
+    tests = Path(__file__).parent
+    if collection_path == tests or tests not in collection_path.parents:
+        return None
+    relative = collection_path.relative_to(tests)
+    integration = relative.parts[0] in INTEGRATION_FOLDERS or relative.name in INTEGRATION_MODULES
+    if integration and _never_selected(config, {"integration": True}):
+        return True
+    if relative.parts[0] not in SERIAL_FOLDERS and _never_selected(config, {"serial": False}):
+        return True
+    return None
 
 
 # The longest modules, longest first (worker-seconds of one `make test` pass 1 under
@@ -46,6 +87,10 @@ INTEGRATION_FIXTURES = frozenset(
 # (`--no-loadscope-reorder`; xdist's default order is by number of tests, which put these
 # modules of few but long tests last, one worker finishing alone for minutes): these
 # first, then the other integration modules, then the unit tests, the shortest, last.
+# Handed out greedily (xdist gives a worker the next module when it is almost idle), these
+# figures make both workers finish within a small module of 3,925 s (half the total);
+# with these ten last in any order, as by number of tests, 4,037 s typically and up to
+# 4,303 s (2,000 random orders simulated, the other 3,595 s as 150 equal modules).
 LONGEST_MODULES = (
     "monitors/test_alarm_calibration.py",  # 789
     "driftgate/test_retrain_job.py",  # 768
@@ -65,6 +110,11 @@ def pytest_collection_modifyitems(config, items):
     rank = {}
     for item in items:
         relative = Path(item.fspath).relative_to(tests)
+        if item.get_closest_marker("serial") and relative.parts[0] not in SERIAL_FOLDERS:
+            raise pytest.UsageError(
+                f"{relative}: a serial module outside SERIAL_FOLDERS {SERIAL_FOLDERS} "
+                "(tests/conftest.py), which the serial pass would not collect"
+            )
         if (
             relative.parts[0] in INTEGRATION_FOLDERS
             or relative.name in INTEGRATION_MODULES
@@ -239,6 +289,46 @@ def trained_model(project_config) -> TrainedModel:
     )  # fmt: skip
 
 
+def register_session_model(trained_model: TrainedModel, name: str) -> str:
+    """The session's trained version registered again under ``name`` in the session's
+    store (its artifacts, run and registration tags) and made that model's champion: the
+    version another training run on the session's config would register, without its
+    ~20 CPU-s of training. For modules whose subject is what happens to a champion
+    (drift checks, retrains), not how it was trained."""
+    from driftgate import registry
+
+    config = trained_model.config
+    client = mlflow_client(config.tracking.uri)
+    original = client.get_model_version(config.model.name, trained_model.outcome.registered.version)
+    # Its source is a logged model (`models:/m-...`), which MLflow's registry looks up
+    # through the process-wide tracking URI, not this client's (an earlier module on the
+    # same worker may have left it on another store): name its artifacts instead.
+    source = original.source
+    if source.startswith("models:/m-"):
+        source = client.get_logged_model(source.removeprefix("models:/")).artifact_location
+    client.create_registered_model(name)
+    tags = trained_model.tags_after_registration or {}
+    version = client.create_model_version(name, source, run_id=original.run_id, tags=tags).version
+    client.set_registered_model_alias(name, registry.CHAMPION_ALIAS, version)
+    return str(version)
+
+
+def register_session_fit(trained_model: TrainedModel, config, data=None):
+    """The session's fitted model logged and registered in ``config``'s store (its own
+    run, metrics, reference profile and version, as training registers them), in place
+    of fitting the same model again (~15 CPU-s). Refused unless that fit would be this
+    one: the same data (digest) and the same model spec (task, features, parameters
+    and seed). ``data``: ``config``'s prepared data, when the caller has it."""
+    from driftgate.jobs import train as job
+
+    data = data if data is not None else job.prepare_data(config)
+    session = trained_model.config, trained_model.data
+    assert data.digest == trained_model.data.digest, "not the session's data: fit it"
+    assert job.model_spec(config, data) == job.model_spec(*session), "not the session's model"
+    metrics = job.evaluate_model(config, data, trained_model.result)
+    return job.register_model(config, data, trained_model.result, metrics)
+
+
 def mlflow_client(uri: str):
     """An MlflowClient whose registry is the same store as its tracking.
 
@@ -307,7 +397,12 @@ class MlflowServer:
                         return
             except OSError:
                 time.sleep(0.3)
-        raise TimeoutError(f"mlflow server not up after {timeout} s")
+        # Stopped here: a fixture whose start fails never reaches its own stop (one such
+        # server, started under load, outlived its test run by 38 minutes).
+        self.stop()
+        raise TimeoutError(
+            f"mlflow server not up after {timeout} s; see {self.folder / 'server.log'}"
+        )
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

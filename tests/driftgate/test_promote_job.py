@@ -22,7 +22,7 @@ from driftgate.jobs import promote as promote_job
 from driftgate.jobs import train as train_job
 from driftgate.training.model import TabularClassifier
 from driftgate.training.train import TrainParams
-from tests.conftest import StepRecorder, mlflow_client, seed_mlflow_store
+from tests.conftest import StepRecorder, mlflow_client, register_session_fit, seed_mlflow_store
 from tests.driftgate.lenient_gates import LENIENT_GATES
 from tests.gates.plugin import docs_example_registered
 
@@ -38,7 +38,7 @@ class NaNAtHighVisibility(TabularClassifier):
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
+def store(trained_model, tmp_path_factory):
     root = tmp_path_factory.mktemp("promote")
     (root / "driftgate.yaml").write_text("home: state\nmodel:\n  name: gated\n")
     seed_mlflow_store(root / "state" / "mlflow.db")  # the store `home: state` opens
@@ -64,7 +64,8 @@ def store(tmp_path_factory):
         return broken.eval()
 
     register("weak", {"hidden_sizes": [8], "max_epochs": 3})
-    register("strong", {})
+    config.train = TrainParams()  # the session's fit: the same data, parameters and seed
+    versions["strong"] = register_session_fit(trained_model, config, data).registered.version
     register("bad", {"hidden_sizes": [2], "max_epochs": 1, "lr": 1e-5, "seed": 3})
     register("nan", {"max_epochs": 3}, wrap=nan_at_edges)
     config.train = TrainParams()

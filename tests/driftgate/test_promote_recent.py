@@ -21,7 +21,7 @@ from driftgate.jobs import train as train_job
 from driftgate.training.inputs import model_inputs
 from driftgate.training.prepared import WINDOW_ROWS_FILE, save_prepared
 from driftgate.training.train import TrainParams
-from tests.conftest import mlflow_client, seed_mlflow_store
+from tests.conftest import mlflow_client, register_session_fit, seed_mlflow_store
 
 RECENT_ROWS = 120
 GATES = """
@@ -46,20 +46,20 @@ def gates(tmp_path, recent: bool):
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
+def store(trained_model, tmp_path_factory):
     root = tmp_path_factory.mktemp("recent")
     (root / "driftgate.yaml").write_text("home: state\nmodel:\n  name: judged\n")
     seed_mlflow_store(root / "state" / "mlflow.db")  # the store `home: state` opens
     config = load_config(root / "driftgate.yaml")
     data = train_job.prepare_data(config)
-    versions, models = {}, {}
-    for name, params in (("champion", {"hidden_sizes": [8], "max_epochs": 3}), ("candidate", {})):
-        config.train = TrainParams(**params)
-        result = train_job.fit_model(config, data, on_epoch=None)
-        metrics = train_job.evaluate_model(config, data, result)
-        versions[name] = train_job.register_model(config, data, result, metrics).registered.version
-        models[name] = result
-    config.train = TrainParams()
+    config.train = TrainParams(hidden_sizes=[8], max_epochs=3)
+    result = train_job.fit_model(config, data, on_epoch=None)
+    metrics = train_job.evaluate_model(config, data, result)
+    champion = train_job.register_model(config, data, result, metrics).registered.version
+    config.train = TrainParams()  # the candidate is the session's fit (same data and seed)
+    candidate = register_session_fit(trained_model, config, data).registered.version
+    versions = {"champion": champion, "candidate": candidate}
+    models = {"champion": result, "candidate": trained_model.result}
     client = mlflow_client(config.tracking.uri)
     client.set_registered_model_alias("judged", "champion", versions["champion"])
     production = data.splits.production

@@ -6,12 +6,11 @@ from driftgate import registry
 from driftgate.config import load_config
 from driftgate.gates.config import load_gate_config
 from driftgate.jobs import promote as promote_job
-from driftgate.jobs.train import run_training
-from tests.conftest import mlflow_client
+from tests.conftest import mlflow_client, register_session_fit
 
 
 def test_registry_outage_leaves_aliases_unchanged_and_a_retry_succeeds(
-    mlflow_server, tmp_path, monkeypatch
+    mlflow_server, trained_model, tmp_path, monkeypatch
 ):
     # Fail fast instead of MLflow's default minutes of retries with back-off.
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
@@ -21,7 +20,8 @@ def test_registry_outage_leaves_aliases_unchanged_and_a_retry_succeeds(
     )
     config = load_config(tmp_path / "driftgate.yaml")
     assert config.tracking.artifact_location is None  # the server's artifact root applies
-    version = run_training(config, on_epoch=None).registered.version
+    # The session's fit, logged and registered over HTTP: the outage is the subject.
+    version = register_session_fit(trained_model, config).registered.version
     result = promote_job.evaluate_gates(config, load_gate_config(), version)
     assert result.passed, result.table()
 

@@ -18,7 +18,7 @@ from driftgate.jobs import promote as promote_job
 from driftgate.jobs.train import run_training
 from driftgate.training.evaluate import TASK_METRICS
 from driftgate.training.train import TrainParams
-from tests.conftest import MlflowServer
+from tests.conftest import MlflowServer, register_session_fit
 from tests.driftgate.lenient_gates import LENIENT_GATES
 
 MODEL = "ui-model"
@@ -31,7 +31,7 @@ TRAINING = {
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
+def store(trained_model, tmp_path_factory):
     root = tmp_path_factory.mktemp("registry-ui")
     server = MlflowServer(root)
     server.start()
@@ -45,7 +45,10 @@ def store(tmp_path_factory):
         versions, outcomes = {}, {}
         for name, params in TRAINING.items():
             config.train = TrainParams(**params)
-            versions[name] = run_training(config, on_epoch=None).registered.version
+            if params:
+                versions[name] = run_training(config, on_epoch=None).registered.version
+            else:  # the session's fit (the same data, parameters and seed), logged here
+                versions[name] = register_session_fit(trained_model, config).registered.version
         for name in TRAINING:  # in order: weak is promoted first, then strong replaces it
             outcomes[name] = promote_job.run_promotion(
                 config, gates, versions[name], root / "reports" / name

@@ -21,7 +21,6 @@ from driftgate.commands.options import EXIT_FAILED
 from driftgate.gates.config import load_gate_config
 from driftgate.jobs import drift_check as job
 from driftgate.jobs.feedback import LabelInput, open_label_store, submit_labels
-from driftgate.jobs.train import run_training
 from driftgate.monitors.rules import Monitor, RetrainSettings
 from driftgate.stores.factories import retrain_store
 from driftgate.stores.labels import UNVERIFIED
@@ -29,7 +28,7 @@ from driftgate.stores.retrains import DONE
 from driftgate.stores.samples import SqlSampleStore
 from driftgate.training.data import content_digest
 from driftgate.training.prepared import load_splits
-from tests.conftest import mlflow_client, retrains
+from tests.conftest import mlflow_client, register_session_model, retrains
 from tests.driftgate.test_cli import driftgate
 from tests.driftgate.test_drift_check_job import DRIFT_1, DRIFT_2, write_window
 
@@ -54,9 +53,10 @@ def retraining(trained_model, tmp_path_factory):
         }
     )
     config.home = str(folder / "home")
-    champion = run_training(config, on_epoch=None).registered.version
+    # The champion is the session's model (this config would train the same one): the
+    # retrains below are the training under test.
+    champion = register_session_model(trained_model, config.model.name)
     client = mlflow_client(config.tracking.uri)
-    client.set_registered_model_alias(config.model.name, registry.CHAMPION_ALIAS, champion)
     data, features = trained_model.data, trained_model.data.features
     late = data.splits.production[data.splits.production["date"].dt.year >= 1990]
     store = SqlSampleStore(config.serving.sample_store(config.home_dir))
@@ -350,12 +350,13 @@ def test_a_breach_within_the_cooldown_links_the_last_retrain_and_trains_nothing(
     assert versions(retraining) == before  # nothing trained
 
 
-def test_a_retrain_fired_twice_for_one_breach_on_postgresql_starts_one_run(retraining, tmp_path):
+def test_a_retrain_fired_twice_for_one_breach_on_postgresql_starts_one_run(
+    retraining, trained_model, tmp_path
+):
     """The same breach judged twice with samples, reviews, the action ledger and the
     retrain store on PostgreSQL: one retrain, one new version, the review linking it."""
     from tests.driftgate.stores.conftest import _postgres_database
 
-    client = retraining["client"]
     for url in _postgres_database():
         config = retraining["config"].model_copy(deep=True)
         config.model = config.model.model_copy(update={"name": "rainfall-retrain-pg"})
@@ -363,8 +364,7 @@ def test_a_retrain_fired_twice_for_one_breach_on_postgresql_starts_one_run(retra
             update={"sample_store_url": url, "control_store_url": url}
         )
         config.home = str(tmp_path / "home")
-        champion = run_training(config, on_epoch=None).registered.version
-        client.set_registered_model_alias(config.model.name, registry.CHAMPION_ALIAS, champion)
+        champion = register_session_model(trained_model, config.model.name)
         store = SqlSampleStore(url)
         assert store.partitioned  # the server-grade layout
         write_window(store, retraining["late"].iloc[:800], retraining["features"], DRIFT_1,

@@ -24,7 +24,7 @@ from driftgate.monitors.rules import Monitor
 from driftgate.stores.retrains import DONE
 from driftgate.stores.samples import SqlSampleStore
 from driftgate.training.params import TrainParams
-from tests.conftest import mlflow_client, retrains
+from tests.conftest import mlflow_client, register_session_model, retrains
 from tests.driftgate.test_drift_check_job import write_window
 from tests.driftgate.test_retrain_job import accepted_records
 
@@ -46,19 +46,9 @@ def project(trained_model, tmp_path):
         }
     )
     config.train = TrainParams(max_epochs=4, patience=2)  # the profiles are tested, not the fit
-    client = mlflow_client(config.tracking.uri)
-    champion = trained_model.outcome.registered.version
     # The session's model, registered under this module's name, is the champion.
-    original = client.get_model_version(trained_model.config.model.name, champion)
-    # Its source is a logged model (`models:/m-...`), which MLflow's registry looks up
-    # through the process-wide tracking URI, not this client's (in CI an earlier module
-    # on the same worker had left it on another store): name its artifacts instead.
-    source = original.source
-    if source.startswith("models:/m-"):
-        source = client.get_logged_model(source.removeprefix("models:/")).artifact_location
-    client.create_registered_model(config.model.name)
-    version = client.create_model_version(config.model.name, source, run_id=original.run_id).version
-    client.set_registered_model_alias(config.model.name, registry.CHAMPION_ALIAS, version)
+    version = register_session_model(trained_model, config.model.name)
+    client = mlflow_client(config.tracking.uri)
     return {"config": config, "client": client, "champion": str(version)}
 
 

@@ -30,7 +30,7 @@ from driftgate.stores.factories import (
     review_store,
 )
 from driftgate.stores.retrains import DONE, IN_FLIGHT
-from tests.conftest import REPO_ROOT, mlflow_client, retrains
+from tests.conftest import REPO_ROOT, mlflow_client, register_session_model, retrains
 from tests.flows.prefect_runs import task_names
 
 MODEL = "rainfall-retrain-flow"
@@ -228,7 +228,6 @@ def test_the_drift_check_flow_retrains_in_a_train_subflow_without_a_train_deploy
     person, so the candidate is left to one exactly as in process
     (``tests/driftgate/test_retrain_job.py``): one journey, one approval rule."""
     from driftgate.flows.drift_check import drift_check_flow
-    from driftgate.jobs.train import run_training
     from driftgate.stores.samples import SqlSampleStore
     from tests.driftgate.test_drift_check_job import DRIFT_1, write_window
 
@@ -248,9 +247,9 @@ def test_the_drift_check_flow_retrains_in_a_train_subflow_without_a_train_deploy
         f"tracking:\n  uri: {tracking.uri}\n  artifact_location: {tracking.artifact_location}\n"
     )
     config = load_config(config_file)
-    champion = run_training(config, on_epoch=None).registered.version
+    # The champion is the session's model; the retrain's training is the one under test.
+    champion = register_session_model(trained_model, config.model.name)
     client = mlflow_client(tracking.uri)
-    client.set_registered_model_alias(config.model.name, registry.CHAMPION_ALIAS, champion)
     data = trained_model.data
     late = data.splits.production[data.splits.production["date"].dt.year >= 1990]
     store = SqlSampleStore(config.serving.sample_store(config.home_dir))
