@@ -308,27 +308,28 @@ def main() -> None:
             f"{statistics.median(c for _, c, _ in help_runs):6.2f} s CPU; load {load_average()}"
         )
 
-        if "in-process" not in args.only:
-            return
-        print(f"\n{args.window_rows}-row window judged in this process (seconds):")
-        figures = in_process(config, args.runs)
-        names = sorted({k for f in figures for k in f if k not in ("total", "cpu")})
-        warm = figures[1:]
-        print(f"  {'part':<48} {'first':>8} {'warm median':>12}")
-        for figure in figures:  # what a user waits for: the verdict and the actions
-            figure["judged"] = figure["total"] - figure.get("step report", 0.0)
-        for name in ["judged", "total", "cpu", *names]:
-            label = {
-                "judged": "judged: read .. act (wall)",
-                "total": "total, report included (wall)",
-                "cpu": "total (CPU user+sys)",
-            }.get(name, name)
-            print(
-                f"  {label:<48} {figures[0].get(name, 0.0):8.3f} "
-                f"{statistics.median(f.get(name, 0.0) for f in warm):12.3f}"
-            )
-        print(f"  load {load_average()}")
+        if "in-process" in args.only:
+            print(f"\n{args.window_rows}-row window judged in this process (seconds):")
+            figures = in_process(config, args.runs)
+            names = sorted({k for f in figures for k in f if k not in ("total", "cpu")})
+            warm = figures[1:]
+            print(f"  {'part':<48} {'first':>8} {'warm median':>12}")
+            for figure in figures:  # what a user waits for: the verdict and the actions
+                figure["judged"] = figure["total"] - figure.get("step report", 0.0)
+            for name in ["judged", "total", "cpu", *names]:
+                label = {
+                    "judged": "judged: read .. act (wall)",
+                    "total": "total, report included (wall)",
+                    "cpu": "total (CPU user+sys)",
+                }.get(name, name)
+                print(
+                    f"  {label:<48} {figures[0].get(name, 0.0):8.3f} "
+                    f"{statistics.median(f.get(name, 0.0) for f in warm):12.3f}"
+                )
+            print(f"  load {load_average()}")
 
+        if "imports" not in args.only:
+            return
         print(
             f"\nslowest imports of the {args.small_rows}-row check (-X importtime, top {args.top}):"
         )

@@ -28,6 +28,7 @@ class LoadResult:
     latencies: list[float] = field(default_factory=list)  # seconds, 200s only
     errors: int = 0  # connection failures (no status)
     seconds: float = 0.0
+    first_error: str = ""  # what the first failure was (e.g. connection refused)
 
     @property
     def acknowledged(self) -> list[str]:
@@ -109,8 +110,9 @@ async def run_load(
     async def worker() -> None:
         try:
             reader, writer = await asyncio.open_connection(host, port)
-        except OSError:
+        except OSError as exc:
             result.errors += 1
+            result.first_error = result.first_error or f"connect: {exc!r}"
             return
         try:
             while (n := more()) is not None:
@@ -120,9 +122,10 @@ async def run_load(
                     writer.write(_request_bytes(host, path, bodies[n % len(bodies)], request_id))
                     await writer.drain()
                     status = await _read_response(reader)
-                except (OSError, asyncio.IncompleteReadError, ValueError):
+                except (OSError, asyncio.IncompleteReadError, ValueError) as exc:
                     result.statuses[request_id] = 0
                     result.errors += 1
+                    result.first_error = result.first_error or f"request: {exc!r}"
                     return  # the connection is gone (e.g. the server was killed)
                 result.statuses[request_id] = status
                 if status == 200:

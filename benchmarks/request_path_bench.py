@@ -389,7 +389,10 @@ def in_process(config, settings, bodies, concurrency: int, rounds: int) -> tuple
     from driftgate.serving.metrics import ServiceMetrics
     from driftgate.serving.state import close_service, open_service
 
-    contract = config.resolve(settings.contract) if settings.contract else config.data.contract
+    # Which contract is in effect, as create_app hands it to the lifespan (a callable:
+    # the service reads it again at each champion poll).
+    pinned = config.resolve(settings.contract) if settings.contract else None
+    contract = (lambda: pinned) if pinned else config.contract_in_effect
     app = create_app(config, settings)
     svc = open_service(config, settings, contract, ServiceMetrics())
     app.state.service = svc  # as the lifespan does

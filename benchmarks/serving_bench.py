@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import statistics
 import subprocess
@@ -76,7 +77,64 @@ def load(url: str, payloads: list[dict], seconds: float, concurrency: int, run: 
     answered = sum(1 for status in result.statuses.values() if status in (200, 422))
     summary["answered_per_second"] = round(answered / result.seconds, 1)
     summary["refused"] = sum(1 for status in result.statuses.values() if status == 422)
+    summary["first_error"] = result.first_error
+    others = sorted({s for s in result.statuses.values() if s not in (200, 422, 0)})
+    if others:
+        summary["first_error"] += f" statuses {others}"
     return summary
+
+
+def run_server(key: str, server: tuple, log_path: Path, env: dict, args, run_id: str) -> dict:
+    """Start one server on a port of its own, load it, stop it and every process it
+    started; the summary says why when requests failed (``why``).
+
+    Why a port per start and a process group: in one run (7 December 2026) `mlflow
+    models serve` answered nothing in its second round (16 errors: each connection's
+    first request failed). It serves through a `uvicorn` child process; reusing the
+    previous round's port right after stopping it leaves room for a child still
+    shutting down there, and the readiness probe cannot tell which process answered.
+    Now each start gets a fresh port, the whole process group is stopped (SIGTERM,
+    then SIGKILL) before the next server starts, and a server that answered nothing
+    is reported with the client's first error and the end of its log.
+    """
+    make_command, ready_path, url_path, payloads = server
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            make_command(port), stdout=log, stderr=subprocess.STDOUT, env=env,
+            start_new_session=True,  # its own process group: children stop with it
+        )  # fmt: skip
+    try:
+        wait_ready(base + ready_path, process)
+        before = load_average()
+        summary = load(base + url_path, payloads, args.seconds, args.concurrency, run_id)
+        summary["load"] = f"{before}>{load_average()}"
+    except (RuntimeError, TimeoutError) as exc:  # never became ready
+        summary = {"ok": 0, "requests_per_second": 0.0, "answered_per_second": 0.0,
+                   "refused": 0, "p50_ms": 0.0, "p99_ms": 0.0, "errors": 0,
+                   "first_error": f"not ready: {exc}", "load": load_average()}  # fmt: skip
+    finally:
+        stop_group(process)
+    summary["why"] = ""
+    if summary["errors"] or not summary["ok"]:
+        tail = log_path.read_text(errors="replace").strip().splitlines()[-5:]
+        summary["why"] = f"{summary['first_error'] or 'no 200s'}; server log: {' | '.join(tail)}"
+    return summary
+
+
+def stop_group(process: subprocess.Popen, timeout: float = 30.0) -> None:
+    """SIGTERM to the server's process group, SIGKILL to whatever is left after
+    ``timeout`` (a child serving for it included)."""
+    import signal
+
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=timeout)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)  # the group's children, if any remain
+    process.wait(timeout=timeout)
 
 
 def bare_app():
@@ -143,6 +201,8 @@ def print_table(results: dict, seconds: float, concurrency: int) -> None:
     for key in [k for k in SERVERS if k in results]:
         summary = results[key]
         share = f"{summary['requests_per_second'] / ceiling:.1%}" if ceiling else "-"
+        if summary.get("why"):
+            print(f"{SERVERS[key]:<27}FAILED or partly failed: {summary['why']}")
         print(
             f"{SERVERS[key]:<27}{summary['answered_per_second']:>11.1f}"
             f"{summary['requests_per_second']:>9.1f}{summary['refused']:>7}"
@@ -205,7 +265,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
-        port_dg, port_ml = free_port(), free_port()
+        port_dg = free_port()  # in the configs only; each start passes --port (run_server)
         (root / "driftgate.yaml").write_text(
             f"home: state\nserving:\n  port: {port_dg}\n  accept_client_timestamps: true\n"
         )
@@ -249,14 +309,16 @@ def main() -> None:
         ]
         one_record = [{"records": [r]} for r in rows]
 
-        def serve(config_name: str) -> list[str]:
-            return [sys.executable, "-m", "driftgate.cli", "serve", "--port", str(port_dg),
-                    "--config", str(root / config_name)]  # fmt: skip
+        def serve(config_name: str):
+            return lambda port: [sys.executable, "-m", "driftgate.cli", "serve", "--port",
+                                 str(port), "--config", str(root / config_name)]  # fmt: skip
 
-        ours = (f"http://127.0.0.1:{port_dg}/readyz", f"http://127.0.0.1:{port_dg}/predict")
+        ours = ("/readyz", "/predict")
+        # key -> (command for a port, readiness path, request path, payloads)
         servers = {
             "ceiling": (
-                [sys.executable, str(Path(__file__).resolve()), "--bare-server", str(port_dg)],
+                lambda port: [sys.executable, str(Path(__file__).resolve()), "--bare-server",
+                              str(port)],
                 *ours, one_record,
             ),
             "onnxruntime": (serve("driftgate-onnx.yaml"), *ours, one_record),
@@ -265,11 +327,10 @@ def main() -> None:
             "refused": (serve("driftgate.yaml"), *ours, mixed),
             "refused-unlogged": (serve("driftgate-unlogged.yaml"), *ours, mixed),
             "mlflow": (
-                [str(Path(sys.executable).with_name("mlflow")), "models", "serve",
+                lambda port: [str(Path(sys.executable).with_name("mlflow")), "models", "serve",
                  "-m", f"models:/{config.model.name}/{version}", "--env-manager", "local",
-                 "--host", "127.0.0.1", "-p", str(port_ml), "--workers", "1"],
-                f"http://127.0.0.1:{port_ml}/ping",
-                f"http://127.0.0.1:{port_ml}/invocations",
+                 "--host", "127.0.0.1", "-p", str(port), "--workers", "1"],
+                "/ping", "/invocations",
                 [{"inputs": [[r[f] for f in data.features]]} for r in rows],
             ),
         }  # fmt: skip
@@ -279,20 +340,15 @@ def main() -> None:
             # Every other round in reverse: a machine whose load drifts during a round
             # favours the servers run last, and the reversed round undoes that.
             for key in order if round_ % 2 == 0 else order[::-1]:
-                command, ready, url, payloads = servers[key]
-                with open(root / f"{key}.log", "wb") as log:
-                    process = subprocess.Popen(
-                        command, stdout=log, stderr=subprocess.STDOUT, env=env
+                for attempt in (1, 2):  # a server that answers nothing gets one restart
+                    log_path = root / f"{key}-{round_}-{attempt}.log"
+                    results[key] = run_server(
+                        key, servers[key], log_path, env, args, f"{round_}-{key}-{attempt}"
                     )
-                try:
-                    wait_ready(ready, process)
-                    before = load_average()
-                    run_id = f"{round_}-{key}"
-                    results[key] = load(url, payloads, args.seconds, args.concurrency, run_id)
-                    results[key]["load"] = f"{before}>{load_average()}"
-                finally:
-                    process.terminate()
-                    process.wait(timeout=30)
+                    if results[key]["ok"] or attempt == 2:
+                        break
+                    print(f"  {SERVERS[key].strip()} answered nothing "
+                          f"({results[key]['why']}); starting it again", flush=True)  # fmt: skip
             if args.rounds > 1:
                 print(f"\nround {round_ + 1} of {args.rounds}")
             print_table(results, args.seconds, args.concurrency)

@@ -33,7 +33,6 @@ each pool is one more self-contained test, its share of the budget spent the sam
 from __future__ import annotations
 
 import functools
-import math
 from datetime import UTC, datetime, timedelta
 
 from pydantic import Field, field_validator
@@ -69,27 +68,71 @@ class FalseAlarms(StrictModel):
         return parse_duration(self.per).to_pytimedelta()
 
 
-# Cached: a pure function of its arguments, asked on every evaluation of a calibrated
-# monitor (Monitor.level), and an hourly schedule over 30 days walks croniter 720 times
-# (40 ms of CPU a call, measured).
 @functools.lru_cache(maxsize=256)
 def checks_in(schedule: str, horizon: timedelta) -> int:
-    """How many times a five-field cron ``schedule`` fires in ``horizon`` (at least 1)."""
+    """How many times a five-field cron ``schedule`` fires in ``horizon`` (at least 1).
+
+    Cached, and counted without iterating for schedules that fire at a fixed step: a
+    drift check asks for every monitor's level several times, and croniter takes about
+    0.2 ms a fire (an hourly schedule over 30 days was 0.15 s of a fresh 30-row check
+    each time, issue 32)."""
+    fixed = _fixed_step(schedule.split())
+    if fixed is not None:
+        offset, step = fixed
+        span = horizon // timedelta(microseconds=1) - offset
+        return max(1, -(-span // step) if span > 0 else 0)
+    return _iterated_checks_in(schedule, horizon)
+
+
+def _iterated_checks_in(schedule: str, horizon: timedelta) -> int:
+    """:func:`checks_in` by iterating the schedule's fires with croniter."""
     from croniter import croniter
 
-    fields = schedule.split()
-    # The common fixed-step forms without iterating: every minute / N minutes / hour.
     iterator = croniter(schedule, _EPOCH - timedelta(seconds=1))
     end = _EPOCH + horizon
     count = 0
-    if fields[1:] == ["*", "*", "*", "*"] and fields[0].startswith("*/"):
-        step = int(fields[0][2:])
-        return max(1, math.ceil(horizon.total_seconds() / 60 / step))
     while count < _MAX_COUNTED:
         if iterator.get_next(datetime) >= end:
             break
         count += 1
     return max(count, 1)
+
+
+def _fixed_step(fields: list[str]) -> tuple[int, int] | None:
+    """(first fire after _EPOCH, step), in microseconds, of a schedule whose fires are
+    evenly spaced from _EPOCH (a Monday 00:00): every N minutes with N dividing 60,
+    minute M of every hour or of every H hours (H dividing 24), or H:M daily; else None
+    (then the fires are counted one by one)."""
+    if len(fields) != 5 or fields[2:] != ["*", "*", "*"]:
+        return None
+    minute, hour = fields[0], fields[1]
+    minute_us = 60 * 10**6
+
+    def every(field: str, period: int) -> int | None:  # "*" or "*/N", N dividing period
+        if field == "*":
+            return 1
+        if field.startswith("*/") and field[2:].isdigit():
+            n = int(field[2:])
+            return n if 0 < n < period and period % n == 0 else None
+        return None
+
+    def at(field: str, period: int) -> int | None:  # a single value in 0..period-1
+        return int(field) if field.isdigit() and int(field) < period else None
+
+    if hour == "*":
+        if (n := every(minute, 60)) is not None:
+            return 0, n * minute_us
+        if (m := at(minute, 60)) is not None:
+            return m * minute_us, 60 * minute_us
+        return None
+    m = at(minute, 60)
+    if m is None:
+        return None
+    if (n := every(hour, 24)) is not None:
+        return m * minute_us, n * 60 * minute_us
+    if (h := at(hour, 24)) is not None:
+        return (h * 60 + m) * minute_us, 24 * 60 * minute_us
+    return None
 
 
 def per_check_budget(rate: float, checks: int, consecutive: int = 1) -> float:

@@ -32,6 +32,7 @@ import dataclasses
 import hashlib
 import json
 import secrets
+import sqlite3
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -49,7 +50,7 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, ProgrammingError
 
 from driftgate.stores._sql import (
     FileIdentity,
@@ -343,6 +344,9 @@ class SqlSampleStore:
         with write_transaction(self.engine) as connection:
             if problem := identity_problem(connection, self.store_id, None):
                 raise StoreReplaced(f"sample store {redact(self.url)}: {problem}")
+            if self.dialect == "sqlite":
+                self._insert_sqlite(connection, rows, traffic, refuse_known_request_ids)
+                return
             if refuse_known_request_ids and rows:
                 ids = list({r["request_id"] for r in rows})
                 known = set(connection.execute(self._known_request_ids, {"ids": ids}).scalars())
@@ -351,6 +355,58 @@ class SqlSampleStore:
             if rows:
                 connection.execute(self.table.insert(), rows)
             _insert_traffic(self, connection, traffic)
+
+    def _insert_sqlite(
+        self,
+        connection: Connection,
+        rows: list[dict],
+        traffic: dict,
+        refuse_known_request_ids: bool,
+    ) -> None:
+        """:meth:`_insert`'s statements on SQLite, run by the transaction's own sqlite3
+        connection: the id check, the samples and the requests log as plain SQL.
+
+        Why: SQLAlchemy's statement machinery (parameter processing per row, the
+        execution context per statement) was about a third of the service's writer
+        thread, which every answered request waits for (issue 32,
+        benchmarks/request_path_bench.py); the statements are the ones SQLAlchemy
+        sends, in the same transaction, so durability does not change. A sqlite3
+        error is raised as the SQLAlchemy error it would have been (OperationalError
+        for a read-only file...), which :meth:`append` and the writer handle as before.
+        """
+        cursor = connection.connection.driver_connection.cursor()
+        statement, params = "", None
+        try:
+            if refuse_known_request_ids and rows:
+                params = list({r["request_id"] for r in rows})
+                statement = (
+                    f"SELECT DISTINCT request_id FROM {self.table.name} "
+                    f"WHERE request_id IN ({', '.join('?' * len(params))})"
+                )
+                known = {found for (found,) in cursor.execute(statement, params)}
+                if known:
+                    raise DuplicateRequestIds(known)
+            for table, table_rows in (
+                (self.table.name, rows),
+                (REQUESTS_TABLE, traffic["requests"]),
+            ):
+                if table_rows:
+                    columns = list(table_rows[0])
+                    statement = (
+                        f"INSERT INTO {table} ({', '.join(columns)}) "
+                        f"VALUES ({', '.join('?' * len(columns))})"
+                    )
+                    params = [tuple(row[c] for c in columns) for row in table_rows]
+                    cursor.executemany(statement, params)
+        except sqlite3.Error as exc:
+            raise DBAPIError.instance(
+                statement, params, exc, sqlite3.Error,
+                hide_parameters=self.engine.hide_parameters, dialect=self.engine.dialect,
+            ) from exc  # fmt: skip
+        finally:
+            cursor.close()
+        if traffic["rejected"] or traffic["overflow"]:  # rarer: through SQLAlchemy
+            _insert_traffic(self, connection, {**traffic, "requests": []})
 
     def _rows(self, samples: Sequence[Sample]) -> list[dict]:
         rows = [

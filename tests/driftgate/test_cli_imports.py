@@ -104,3 +104,34 @@ assert result.exit_code == 0, result.output
 assert "columns" in result.output, result.output
 """
     assert "pandas" in _heavy_after(code)
+
+
+def test_light_monitors_modules_do_not_import_the_statistics():
+    # The package's names are imported on first use (monitors/__init__.py, PEP 562): a
+    # module such as monitors.durations (the CLI's --window parsing) or monitors.rules
+    # once paid for monitors.drift, the statistics and scipy.stats (0.6 s, issue 32).
+    code = """
+import driftgate.monitors.durations
+import driftgate.monitors.budget
+import driftgate.monitors.results
+"""
+    assert "scipy" not in _heavy_after(code)
+
+
+def test_the_monitors_package_still_exports_its_names():
+    code = """
+import driftgate.monitors as monitors
+from driftgate.monitors import ReferenceProfile, check_drift, get_stattest, nulls
+assert check_drift.__module__ == "driftgate.monitors.drift"
+assert get_stattest("ks").name == "ks"
+assert nulls.__name__ == "driftgate.monitors.nulls"
+assert set(monitors.__all__) <= set(dir(monitors))
+assert all(getattr(monitors, name) is not None for name in monitors.__all__)
+try:
+    from driftgate.monitors import no_such_name
+except ImportError:
+    pass
+else:
+    raise AssertionError("an unknown name imported")
+"""
+    assert "scipy" in _heavy_after(code)
