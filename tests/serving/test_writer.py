@@ -67,30 +67,6 @@ def test_async_waiters_learn_their_commit_and_share_batches(store):
     assert sum(r for r, _ in writer.commits) == 40 and len(writer.commits) < 10
 
 
-def test_an_idle_writer_waits_for_a_batch_a_busy_one_does_not(store):
-    # Sleeping max_wait after the first request fills the batch when the writer was
-    # idle; requests that queued during the last commit are the next batch at once
-    # (issue 32: the sleep only added latency to every answer under load).
-    writer = writer_of(store, max_wait_seconds=0.3)
-    gate = gated(writer)
-    writer.start()
-    try:
-        idle = [writer.submit([sample("idle-1")])]
-        time.sleep(0.05)  # the writer took idle-1 and sleeps: idle-2 joins its batch
-        idle.append(writer.submit([sample("idle-2")]))
-        time.sleep(0.5)  # the first commit now waits at the gate
-        queued = [writer.submit([sample(f"queued-{i}")]) for i in range(5)]
-        gate.set()
-        assert [f.result(10) for f in idle] == [2, 2]
-        began = time.perf_counter()
-        assert [f.result(10) for f in queued] == [5] * 5
-        assert time.perf_counter() - began < 0.25  # taken without the 0.3 s sleep
-    finally:
-        gate.set()
-        writer.close()
-    assert writer.commits == [(2, 2), (5, 5)]
-
-
 def test_a_waiter_that_gave_up_before_its_batch_was_taken_is_not_committed(store):
     writer = writer_of(store, max_wait_seconds=0.0)
     gate = gated(writer)
