@@ -28,6 +28,7 @@ from driftgate.commands.options import EXIT_FAILED, EXIT_REGISTRY, EXIT_USAGE, C
 from driftgate.commands.options import setup_logging as _setup_logging
 from driftgate.commands.pipeline import CandidateFileOption, PreparedOption, with_prepared
 from driftgate.commands.replay import replay as replay_command
+from driftgate.core import collector
 from driftgate.core.errors import DriftgateError
 from driftgate.core.redaction import install_redacting_record_factory, redact_credentials
 
@@ -545,6 +546,7 @@ def main() -> None:
     database error from a store exit code 3; nothing a user can cause ends in a
     traceback. Every message, and the traceback of a bug, has its credentials masked.
     """
+    collector.for_a_command()  # the imports' objects, walked less often (core/collector.py)
     try:
         app()
     except DriftgateError as exc:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from driftgate.commands.options import ConfigOption
+from driftgate.core import collector
 
 if TYPE_CHECKING:
     from driftgate.config import ProjectConfig
@@ -70,6 +71,7 @@ def serve(
         logging.getLogger(noisy).setLevel(logging.WARNING)
     from driftgate.serving.server import run
 
+    collector.for_the_service()  # the CLI's thresholds are for short commands
     run(_config(config_path), host=host, port=port, log_level="debug" if verbose else "info")
 
 

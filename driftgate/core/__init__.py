@@ -6,6 +6,8 @@
   ``FILE: dotted.key: message``; :class:`StrictModel`, the base of every config model.
 - :mod:`driftgate.core.redaction`: credentials masked in any text before it is printed,
   logged, answered or recorded.
+- :mod:`driftgate.core.collector`: the garbage collector's thresholds for a CLI command
+  (fewer passes over its imports) and for the service (Python's own).
 
 Nothing here imports another driftgate module (``tests/test_layers.py`` checks it).
 """
