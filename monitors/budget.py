@@ -80,7 +80,8 @@ def checks_in(schedule: str, horizon: timedelta) -> int:
     if fixed is not None:
         offset, step = fixed
         span = horizon // timedelta(microseconds=1) - offset
-        return max(1, -(-span // step) if span > 0 else 0)
+        # Capped as the iterated count is, so both ways give the same answer.
+        return min(_MAX_COUNTED, max(1, -(-span // step) if span > 0 else 0))
     return _iterated_checks_in(schedule, horizon)
 
 
@@ -111,13 +112,14 @@ def _fixed_step(fields: list[str]) -> tuple[int, int] | None:
     def every(field: str, period: int) -> int | None:  # "*" or "*/N", N dividing period
         if field == "*":
             return 1
-        if field.startswith("*/") and field[2:].isdigit():
+        # ASCII digits only: croniter refuses other digits, and so must this shortcut.
+        if field.startswith("*/") and field[2:].isascii() and field[2:].isdigit():
             n = int(field[2:])
             return n if 0 < n < period and period % n == 0 else None
         return None
 
     def at(field: str, period: int) -> int | None:  # a single value in 0..period-1
-        return int(field) if field.isdigit() and int(field) < period else None
+        return int(field) if field.isascii() and field.isdigit() and int(field) < period else None
 
     if hour == "*":
         if (n := every(minute, 60)) is not None:

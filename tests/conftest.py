@@ -7,6 +7,7 @@ model is built once and shared by every test that only reads it.
 from __future__ import annotations
 
 import fcntl
+import gc
 import itertools
 import re
 import shutil
@@ -200,6 +201,19 @@ def _no_ambient_tracking_server(monkeypatch):
     """
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     monkeypatch.delenv("MLFLOW_REGISTRY_URI", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _python_collector_thresholds():
+    """Python's collector thresholds after every test: a test that runs the CLI's entry
+    point in this process (``driftgate.cli.main``) sets a command's (core/collector.py),
+    which would otherwise stay for the rest of the worker's modules."""
+    yield
+    if gc.get_threshold() != _PYTHON_GC_THRESHOLDS:
+        gc.set_threshold(*_PYTHON_GC_THRESHOLDS)
+
+
+_PYTHON_GC_THRESHOLDS = gc.get_threshold()
 
 
 @pytest.fixture(scope="session")

@@ -15,12 +15,10 @@ def test_a_command_collects_less_often_and_the_service_as_python_does():
     try:
         collector.for_a_command()
         assert gc.get_threshold() == collector.COMMAND_THRESHOLDS
-        assert all(
-            raised > default
-            for raised, default in zip(
-                collector.COMMAND_THRESHOLDS, collector.PYTHON_THRESHOLDS, strict=True
-            )
-        )
+        young, middle, full = collector.COMMAND_THRESHOLDS
+        assert young > collector.PYTHON_THRESHOLDS[0]
+        # The older generations still come round: a full pass within ~10M allocations.
+        assert young * middle * full <= 10_000_000
         collector.for_the_service()
         assert gc.get_threshold() == collector.PYTHON_THRESHOLDS
     finally:

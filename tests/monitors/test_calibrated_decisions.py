@@ -94,6 +94,19 @@ def test_fires_counted_without_iterating_equal_croniters_count(schedule):
     assert checks_in("*/7 * * * *", timedelta(hours=1)) == 9
 
 
+def test_fires_counted_without_iterating_are_capped_and_take_ascii_digits_only():
+    # The same cap as the iterated count (a month of minutes over 800 days would be
+    # 1,152,000 by arithmetic, 1,000,000 by croniter), and a full-width digit is not a
+    # minute: croniter refuses it, so the shortcut must not read it as 5.
+    from croniter import CroniterNotAlphaError
+
+    from driftgate.monitors.budget import _MAX_COUNTED
+
+    assert checks_in("* * * * *", timedelta(days=800)) == _MAX_COUNTED
+    with pytest.raises(CroniterNotAlphaError):
+        checks_in("\uff15 * * * *", timedelta(days=1))
+
+
 def test_monitor_states_its_budget_and_level():
     monitor = Monitor(
         name="m", metric="kl", threshold=0.1, schedule="0 * * * *", action="open_review"
