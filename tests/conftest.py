@@ -59,7 +59,9 @@ def _never_selected(config, marks: dict[str, bool]) -> bool:
     from _pytest.mark.expression import Expression
 
     text = config.option.markexpr
-    if not text:
+    # Without an expression, or with a marker's keyword form (`integration(x=1)`, which
+    # this check would read as the bare marker): collect, and let pytest select.
+    if not text or re.search(r"\b(?!(?:not|and|or)\b)[A-Za-z_]\w*\s*\(", text):
         return False
     expression = Expression.compile(text)
     names = sorted(set(re.findall(r"[A-Za-z_]\w*", text)) - {"and", "or", "not"} - set(marks))
