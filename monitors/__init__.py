@@ -10,7 +10,8 @@ Plain numpy / scipy / pandas; no Prefect, no MLflow.
 The names below are imported from their modules on first use (PEP 562), not when the
 package is: importing any submodule imports this file first, and ``monitors.drift``
 brings the statistics and ``scipy.stats`` with it (0.6 s of a fresh process, issue 32),
-which ``monitors.durations``, ``monitors.rules`` and the CLI's option parsing do not use.
+which ``monitors.durations``, ``budget``, ``results`` and the CLI's option parsing do not
+use (``monitors.rules`` still does, through its traffic kind).
 """
 
 from __future__ import annotations
