@@ -129,6 +129,13 @@ class TcpRelay:
 
     :meth:`cut` resets every open connection and refuses new ones — the server is
     "unreachable" — until :meth:`restore`. Bytes pass through unchanged otherwise.
+
+    A cut only shuts the sockets down; the last of a connection's two pump threads
+    closes them. Closing them from :meth:`cut` would free their descriptors while a
+    pump thread might be about to use one: a connection accepted after the restore can
+    get the same number, and the old thread would then read the new connection's bytes
+    (once seen: the first commit after a restore failed with "server closed the
+    connection unexpectedly").
     """
 
     def __init__(self, host: str, port: int) -> None:
@@ -136,7 +143,7 @@ class TcpRelay:
 
         self._upstream = (host, port)
         self._lock = threading.Lock()
-        self._open: set[socket.socket] = set()
+        self._pumping: dict[tuple[socket.socket, socket.socket], int] = {}
         self.cut_off = False
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
@@ -160,36 +167,45 @@ class TcpRelay:
                 client.close()
                 continue
             server.settimeout(None)
+            pair = (client, server)
             with self._lock:
-                self._open |= {client, server}
-            for source, target in ((client, server), (server, client)):
-                threading.Thread(target=self._pump, args=(source, target), daemon=True).start()
+                self._pumping[pair] = 2
+            for source, target in (pair, pair[::-1]):
+                pump = threading.Thread(target=self._pump, args=(pair, source, target))
+                pump.daemon = True
+                pump.start()
 
-    def _pump(self, source, target) -> None:
+    def _pump(self, pair, source, target) -> None:
         try:
             while data := source.recv(65536):
                 target.sendall(data)
         except OSError:
             pass  # the other side went away, or the relay was cut
         finally:
-            for sock in (source, target):
-                self._drop(sock)
+            self._shut(pair)
+            with self._lock:
+                self._pumping[pair] -= 1
+                last = self._pumping[pair] == 0
+                if last:
+                    del self._pumping[pair]
+            if last:  # neither thread uses these descriptors any more
+                for sock in pair:
+                    sock.close()
 
-    def _drop(self, sock) -> None:
+    @staticmethod
+    def _shut(pair) -> None:
         import socket
 
-        with self._lock:
-            self._open.discard(sock)
-        with contextlib.suppress(OSError):
-            sock.shutdown(socket.SHUT_RDWR)
-        sock.close()
+        for sock in pair:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
     def cut(self) -> None:
         self.cut_off = True
         with self._lock:
-            sockets = list(self._open)
-        for sock in sockets:
-            self._drop(sock)
+            pairs = list(self._pumping)
+        for pair in pairs:
+            self._shut(pair)
 
     def restore(self) -> None:
         self.cut_off = False
