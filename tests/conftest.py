@@ -235,6 +235,11 @@ def project_dir(tmp_path_factory) -> Path:
         f"  artifact_location: {(root / 'state' / 'mlartifacts').as_uri()}",
     )
     assert "uri: null" not in text and "artifact_location: null" not in text
+    # No Evidently report per drift check (1-2 CPU-s each, and Evidently's 5 s import in
+    # each worker): nothing a test of this project checks is in it, and nothing decided
+    # depends on it. The modules that test the report turn it on for their checks.
+    text = text.replace("monitoring:\n", "monitoring:\n  evidently_report: false\n", 1)
+    assert "evidently_report: false" in text
     (root / "driftgate.yaml").write_text(text)
     return root
 

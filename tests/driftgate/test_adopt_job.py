@@ -42,6 +42,9 @@ def _log(name: str, model, **kwargs) -> str:
     """Log ``model`` as a team would; returns the run id (and registers it as ``name``)."""
     import mlflow
 
+    # Requirements given: MLflow would otherwise infer them by loading the model in a
+    # child process (~2 CPU-s a model), which adoption never reads.
+    kwargs.setdefault("pip_requirements", ["torch"])
     with mlflow.start_run() as run:
         mlflow.pytorch.log_model(
             model,

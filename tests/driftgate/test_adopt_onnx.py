@@ -98,6 +98,7 @@ def adopted(project_config, tmp_path_factory):
             input_example=example,
             # mlflow.onnx infers no signature from an example: give it, as for any model
             signature=mlflow.models.infer_signature(example, np.zeros(3, np.float32)),
+            pip_requirements=["onnx"],  # not inferred in a child process (~2 CPU-s)
             registered_model_name=MODEL,
         )
     version = str(logged.registered_model_version)
@@ -175,8 +176,9 @@ def test_a_scikit_learn_model_stays_refused_saying_to_log_it_as_onnx(
     model = LogisticRegression().fit(frame[FEATURES], frame["y"])
     with mlflow.start_run():
         logged = mlflow.sklearn.log_model(
-            model, name="model", registered_model_name=MODEL, serialization_format=serialization
-        )
+            model, name="model", registered_model_name=MODEL, serialization_format=serialization,
+            pip_requirements=["scikit-learn"],  # not inferred in a child process (~2 CPU-s)
+        )  # fmt: skip
     uri = f"models:/{MODEL}/{logged.registered_model_version}"
     with pytest.raises(registry.UnsafeModelError) as refused:
         job.run_adoption(adopted["config"], uri, adopted["root"] / "reference.csv")
@@ -206,7 +208,9 @@ def _saved_onnx(folder, domain: str = "", weights: int = 4):
         [helper.make_tensor_value_info("p", TensorProto.FLOAT, [None, weights])], [w],
     )  # fmt: skip
     opsets = [helper.make_opsetid("", 20)] + ([helper.make_opsetid(domain, 1)] if domain else [])
-    mlflow.onnx.save_model(helper.make_model(graph, opset_imports=opsets), str(folder))
+    model = helper.make_model(graph, opset_imports=opsets)
+    # Requirements given: not inferred by loading the model in a child process (~1 CPU-s).
+    mlflow.onnx.save_model(model, str(folder), pip_requirements=["onnx"])
     return folder
 
 
@@ -265,7 +269,7 @@ def test_a_second_version_is_gated_against_an_adopted_champion(adopted):
         logged = mlflow.onnx.log_model(
             _onnx_model(frame.iloc[:150]), name="model", input_example=example,
             signature=mlflow.models.infer_signature(example, np.zeros(3, np.float32)),
-            registered_model_name=MODEL,
+            registered_model_name=MODEL, pip_requirements=["onnx"],
         )  # fmt: skip
     candidate = str(logged.registered_model_version)
     job.run_adoption(config, f"models:/{MODEL}/{candidate}", root / "reference.csv")

@@ -63,6 +63,8 @@ def monitored(trained_model, tmp_path_factory):
         }
     )
     config.home = str(folder / "home")
+    # The report is this module's subject too (the session's project turns it off).
+    config.monitoring = config.monitoring.model_copy(update={"evidently_report": True})
     version = trained_model.outcome.registered.version
     mlflow_client(config.tracking.uri).set_registered_model_alias(
         config.model.name, registry.CHAMPION_ALIAS, version
