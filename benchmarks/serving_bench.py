@@ -13,7 +13,9 @@ demo's gates.yaml, whose export_parity logs its ONNX export):
 - the **bare-FastAPI ceiling**: a minimal FastAPI app (``bare_app``) answering the same
   JSON shape, under the same uvicorn settings as `driftgate serve` (the same loop, the
   same HTTP protocol with the request-head limit, one worker, no access log), with no
-  validation, no model and no logging: each server's share of it is printed;
+  validation, no model and no logging: each server's share of it is printed, and
+  each server's CPU per answered request (its process group's user + system time
+  during the timed run, from /proc: steadier than requests/s on a shared machine);
 - the drift-check job (`judge_window`) on a window of `--window-rows` stored samples:
   contract (GX), drift statistics, MLflow run with the Evidently report.
 
@@ -32,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -59,7 +62,26 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def load(url: str, payloads: list[dict], seconds: float, concurrency: int, run: str) -> dict:
+def group_cpu_seconds(pgid: int) -> float:
+    """User + system CPU seconds of the live processes of process group ``pgid`` (the
+    server and any child serving for it, as `mlflow models serve`'s uvicorn), from
+    /proc; 0.0 where /proc is not there. Processes that already exited are not counted."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    for entry in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = entry.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # exited meanwhile, or not readable
+        if int(fields[2]) == pgid:  # after the name: state, ppid, pgrp, ...
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def load(
+    url: str, payloads: list[dict], seconds: float, concurrency: int, run: str,
+    cpu: Callable[[], float] | None = None,
+) -> dict:  # fmt: skip
     # Run as a script, this folder is on sys.path but the repository root is not.
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from benchmarks.loadgen import run_load
@@ -69,13 +91,18 @@ def load(url: str, payloads: list[dict], seconds: float, concurrency: int, run: 
     asyncio.run(
         run_load(url, payloads[:50], concurrency=concurrency, total=200, id_prefix=f"warm{run}")
     )
+    cpu_before = cpu() if cpu is not None else 0.0
     result = asyncio.run(
         run_load(url, payloads, concurrency=concurrency, duration=seconds, id_prefix=f"run{run}")
     )
+    cpu_used = cpu() - cpu_before if cpu is not None else 0.0
     summary = result.summary()
     # Answered requests: 200s and the contract's 422s (the refused traffic is traffic).
     answered = sum(1 for status in result.statuses.values() if status in (200, 422))
     summary["answered_per_second"] = round(answered / result.seconds, 1)
+    # The server's CPU per answered request: steadier than requests/s on a shared machine
+    # (the client's CPU is not in it; the timed run only, not the warm-up).
+    summary["cpu_us_per_request"] = round(cpu_used / answered * 1e6, 1) if answered else 0.0
     summary["refused"] = sum(1 for status in result.statuses.values() if status == 422)
     summary["first_error"] = result.first_error
     others = sorted({s for s in result.statuses.values() if s not in (200, 422, 0)})
@@ -108,11 +135,13 @@ def run_server(key: str, server: tuple, log_path: Path, env: dict, args, run_id:
     try:
         wait_ready(base + ready_path, process)
         before = load_average()
-        summary = load(base + url_path, payloads, args.seconds, args.concurrency, run_id)
+        summary = load(base + url_path, payloads, args.seconds, args.concurrency, run_id,
+                       cpu=lambda: group_cpu_seconds(process.pid))  # fmt: skip
         summary["load"] = f"{before}>{load_average()}"
     except (RuntimeError, TimeoutError) as exc:  # never became ready
         summary = {"ok": 0, "requests_per_second": 0.0, "answered_per_second": 0.0,
                    "refused": 0, "p50_ms": 0.0, "p99_ms": 0.0, "errors": 0,
+                   "cpu_us_per_request": 0.0,
                    "first_error": f"not ready: {exc}", "load": load_average()}  # fmt: skip
     finally:
         stop_group(process)
@@ -196,7 +225,7 @@ def print_table(results: dict, seconds: float, concurrency: int) -> None:
     print(f"\n{seconds:g} s per server, {concurrency} connections, 1 record/request")
     print(
         f"{'server':<27}{'answered/s':>11}{'200/s':>9}{'422s':>7}{'p50 ms':>9}{'p99 ms':>9}"
-        f"{'errors':>8}{'of ceiling':>12}  {'load':<18}"
+        f"{'errors':>8}{'of ceiling':>12}{'CPU µs/req':>12}  {'load':<18}"
     )
     for key in [k for k in SERVERS if k in results]:
         summary = results[key]
@@ -207,7 +236,7 @@ def print_table(results: dict, seconds: float, concurrency: int) -> None:
             f"{SERVERS[key]:<27}{summary['answered_per_second']:>11.1f}"
             f"{summary['requests_per_second']:>9.1f}{summary['refused']:>7}"
             f"{summary['p50_ms']:>9.2f}{summary['p99_ms']:>9.2f}{summary['errors']:>8}"
-            f"{share:>12}  {summary['load']:<18}"
+            f"{share:>12}{summary['cpu_us_per_request']:>12.1f}  {summary['load']:<18}"
         )
 
     def rate(key: str) -> float | None:
