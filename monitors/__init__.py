@@ -1,6 +1,6 @@
 """Drift monitoring: fitted reference profiles, a registry of drift statistics, checks.
 
-Plain numpy / scipy / pandas; no Prefect, no MLflow.
+Plain numpy / pandas (scipy where a size needs it); no Prefect, no MLflow.
 
 >>> from monitors import ReferenceProfile, check_drift
 >>> profile = ReferenceProfile.fit(train_df)                  # doctest: +SKIP
@@ -9,9 +9,11 @@ Plain numpy / scipy / pandas; no Prefect, no MLflow.
 
 The names below are imported from their modules on first use (PEP 562), not when the
 package is: importing any submodule imports this file first, and ``monitors.drift``
-brings the statistics and ``scipy.stats`` with it (0.6 s of a fresh process, issue 32),
-which ``monitors.durations``, ``budget``, ``results`` and the CLI's option parsing do not
-use (``monitors.rules`` still does, through its traffic kind).
+brings the statistics and pandas with it, which ``monitors.durations``, ``budget``,
+``results`` and the CLI's option parsing do not use. No module here imports scipy at
+import time: the statistics import it when a size needs it
+(:mod:`monitors.stattests.distributions`; issue 32: ``scipy.stats`` was 0.6 s of a fresh
+process).
 """
 
 from __future__ import annotations

@@ -32,7 +32,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from driftgate.monitors.estimates import estimable, get_estimate
 from driftgate.monitors.estimates.calibration import (  # noqa: F401 - part of this module's API
@@ -429,6 +428,8 @@ def detectable_drop(null_error: float, threshold: float, level: float | None) ->
     """The smallest drop of an estimate a window flags: the threshold, or (calibrated)
     the drop significant at ``level`` against the no-drift spread ``null_error`` of a
     window of its size, whichever is larger (:func:`decide_estimate`; the plan's)."""
+    from scipy import stats  # imported when used (issue 32)
+
     if level is None:
         return threshold
     return max(threshold, float(stats.norm.isf(level)) * null_error)
@@ -443,6 +444,8 @@ def decide_estimate(estimate: Estimate, threshold: float, level: float | None) -
     could flag) and ``insufficient`` (even a drop to :attr:`Estimate.floor` would not
     be significant).
     """
+    from scipy import stats  # imported when used (issue 32)
+
     if level is None:
         return {
             "breached": bool(estimate.drop >= threshold),

@@ -38,7 +38,6 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
 
 REJECTED_SHARE = "rejected_share"
 TRAFFIC_METRICS = (REJECTED_SHARE, "error_share", "latency_p95")
@@ -94,6 +93,8 @@ def share_decision(k: int, n: int, bound: float, threshold: float, level: float 
 
     ``value`` is ``k / n`` for the shares; the caller passes ``bound = threshold``.
     """
+    from scipy import stats  # imported when used (issue 32)
+
     if n <= 0:
         return ShareDecision(None, False, None, False, None)
     observed = k / n

@@ -24,9 +24,16 @@ What this module does instead, region by region as scipy's ``_kolmogn`` splits t
   scipy uses there past ``n = 100,000``), ``1 - cdf`` with ``cdf`` below 1e-4 there, so
   the p-value (above 0.9999) differs from scipy's by the expansion's error on ``cdf``
   (measured below 1e-8);
+* for ``n <= SUM_MIN_N``, where scipy has a closed form (``t = n D`` at most 1/2 or at
+  least ``n - 1``) or uses ``2 smirnov(n, D)`` (``D >= 1/2``; ``n D^2 > 4`` up to
+  ``n = 140``, ``n D^2 >= 2.2`` past it: every p-value below about 1e-3), the same formula,
+  the sum by :func:`monitors.stattests.distributions.smirnov_sf` (within 1e-12 relative,
+  no scipy import: a 30-row window's KS tail shortcut asks for it, issue 32);
 * everywhere else scipy's own value, which costs there at most about a millisecond:
-  ``n <= SUM_MIN_N``, and past ``SUM_MAX_N``, where scipy's ``smirnov`` itself switches
-  to the closed form ``exp(-(6 n D + 1)^2 / (18 n))``.
+  the body for ``n <= SUM_MIN_N`` (Durbin's matrix, Pomeranz), and past ``SUM_MAX_N``,
+  where scipy's ``smirnov`` itself switches to the closed form
+  ``exp(-(6 n D + 1)^2 / (18 n))``. scipy is imported where it is used, not with this
+  module.
 
 Tolerance, measured by ``tests/monitors/stattests/test_kolmogorov.py`` on a grid of
 ``n`` (3 to 4,000,000) and ``z = sqrt(n) D`` (0.05 to 19): ``kolmogorov_sf`` within 1e-8
@@ -44,12 +51,8 @@ import functools
 import math
 
 import numpy as np
-from scipy import integrate, optimize, special, stats
 
-try:  # scipy's own Pelz-Good expansion (private; kstwo.sf is the fallback, only slower)
-    from scipy.stats._ksstats import _kolmogn_PelzGood
-except ImportError:  # pragma: no cover - depends on the scipy version
-    _kolmogn_PelzGood = None
+from driftgate.monitors.stattests.distributions import smirnov_sf as _exact_smirnov_sf
 
 # At or below this size scipy's kstwo.sf costs under about 1 ms (measured): used as is.
 SUM_MIN_N = 500
@@ -68,6 +71,8 @@ _NODES, _WEIGHTS = np.polynomial.legendre.leggauss(32)
 
 def _log_terms(j: np.ndarray, n: int, d: float) -> np.ndarray:
     """log of Birnbaum-Tingey's term ``C(n, j) (1 - d - j/n)^(n-j) (d + j/n)^(j-1)``."""
+    from scipy import special
+
     log_binomial = -math.log(n + 1) - special.betaln(n - j + 1, j + 1)
     return log_binomial + (n - j) * np.log1p(-d - j / n) + (j - 1) * np.log(d + j / n)
 
@@ -89,17 +94,51 @@ def smirnov_sf(n: int, d: float) -> float:
     return d * math.exp(top) * total
 
 
+def _kstwo_sf(d: float, n: int) -> float:
+    from scipy import stats
+
+    return float(stats.kstwo.sf(d, n))
+
+
+def _small_n_sf(d: float, n: int) -> float:
+    """``kstwo.sf(d, n)`` for ``n <= SUM_MIN_N``: where scipy's ``_kolmogn`` has a closed
+    form or ``2 smirnov(n, d)`` (the tail, every p-value below about 1e-3), the same
+    formula here (:func:`~monitors.stattests.distributions.smirnov_sf`, within 1e-12
+    relative); in the body (Durbin's matrix, Pomeranz) scipy's own, imported then."""
+    if math.isnan(d):
+        return _kstwo_sf(d, n)
+    t = n * d
+    if t <= 0.5 or d <= 0.0:
+        return 1.0
+    if d >= 1.0:
+        return 0.0
+    if t <= 1.0:
+        return _kstwo_sf(d, n)
+    if t >= n - 1:  # Ruben-Gambino, scipy's formula
+        return float(np.clip(2 * (1.0 - d) ** n, 0.0, 1.0))
+    nx2 = t * d
+    if d >= 0.5 or (n <= 140 and nx2 > 4.0) or (n > 140 and TAIL_NX2 <= nx2 < ZERO_NX2):
+        return float(np.clip(2 * _exact_smirnov_sf(n, d), 0.0, 1.0))
+    if n > 140 and nx2 >= ZERO_NX2:
+        return 0.0
+    return _kstwo_sf(d, n)
+
+
 def _pelz_good_sf(n: int, d: float) -> float:
-    if _kolmogn_PelzGood is None:  # pragma: no cover - depends on the scipy version
-        return float(stats.kstwo.sf(d, n))
+    try:  # scipy's own Pelz-Good expansion (private; kstwo.sf is the fallback, only slower)
+        from scipy.stats._ksstats import _kolmogn_PelzGood
+    except ImportError:  # pragma: no cover - depends on the scipy version
+        return _kstwo_sf(d, n)
     return float(np.clip(1.0 - _kolmogn_PelzGood(n, d, cdf=True), 0.0, 1.0))
 
 
 def kolmogorov_sf(d: float, n: int) -> float:
     """``scipy.stats.kstwo.sf(d, n)`` within 1e-8 relative, in about 0.1 ms (n >= 1)."""
+    if n <= SUM_MIN_N:
+        return _small_n_sf(d, n)
     t = n * d
-    if n <= SUM_MIN_N or n > SUM_MAX_N or not 0.0 < d < 0.5 or t <= 1.0 or t >= n - 1:
-        return float(stats.kstwo.sf(d, n))  # cheap here (the module docstring)
+    if n > SUM_MAX_N or not 0.0 < d < 0.5 or t <= 1.0 or t >= n - 1:
+        return _kstwo_sf(d, n)  # cheap here (the module docstring)
     nx2 = t * d
     if nx2 >= ZERO_NX2:
         return 0.0
@@ -107,13 +146,15 @@ def kolmogorov_sf(d: float, n: int) -> float:
         return min(1.0, 2.0 * smirnov_sf(n, d))
     if n <= DURBIN_MAX_N and n * d**1.5 <= DURBIN_MAX_NX15:
         return _pelz_good_sf(n, d)
-    return float(stats.kstwo.sf(d, n))  # Pelz-Good in scipy: cheap
+    return _kstwo_sf(d, n)  # Pelz-Good in scipy: cheap
 
 
 @functools.lru_cache(maxsize=4096)
 def kolmogorov_isf(p: float, n: int) -> float:
     """The ``d`` with ``kolmogorov_sf(d, n) = p`` (``kstwo.isf(p, n)``), by bisection on
     the survival function above (``kstwo.isf`` calls scipy's slow sum again and again)."""
+    from scipy import optimize, stats
+
     if not 0.0 < p < 1.0:
         return float(stats.kstwo.isf(p, n))
     low, high = 0.0, 1.0
@@ -130,6 +171,8 @@ def kolmogorov_isf(p: float, n: int) -> float:
 def kolmogorov_mean(n: int) -> float:
     """``E[D_n]`` (``kstwo.mean(n)``: the integral of the survival function, here on
     the survival function above; scipy integrates the density, seconds a call)."""
+    from scipy import integrate
+
     # In z = sqrt(n) d the survival function is 1 below z = 1 / (2 sqrt(n)) and below
     # 1e-80 past z = 10: the integral runs over the rest, in units of z.
     root = math.sqrt(n)

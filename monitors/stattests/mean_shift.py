@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import math
 
-from scipy import stats
-
 from driftgate.monitors.profile import NumericProfile
 from driftgate.monitors.stattests.registry import (
     Bound,
@@ -62,6 +60,8 @@ class MeanShiftNull(NullModel):
     """The two-sample z-test of the means (module docstring)."""
 
     def bound(self, name, reference, n, threshold, level) -> Bound:
+        from scipy import stats  # imported when used (issue 32)
+
         if n < 2:
             return Bound(n, math.inf, True, 0.0, f"{n} finite values: no mean to compare")
         se = math.sqrt(1 / n + 1 / reference.finite_count)
@@ -69,6 +69,8 @@ class MeanShiftNull(NullModel):
         return Bound(n, max(threshold, critical), False, se * math.sqrt(2 / math.pi))
 
     def calibrate(self, name, result, reference, current, level) -> Calibration:
+        from scipy import stats  # imported when used (issue 32)
+
         n = current.finite_count
         bound = self.bound(name, reference, n, result.threshold, level)
         if bound.insufficient:
@@ -78,6 +80,8 @@ class MeanShiftNull(NullModel):
         return Calibration(p_value, result.value - bound.null_mean, bound.min_detectable, False)
 
     def smallest_shift(self, name, reference, n, min_detectable, needed, rng) -> float:
+        from scipy import stats  # imported when used (issue 32)
+
         se = math.sqrt(1 / n + 1 / reference.finite_count)
         return float(min_detectable + stats.norm.ppf(needed) * se)
 

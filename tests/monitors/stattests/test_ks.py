@@ -186,7 +186,8 @@ def test_far_tail_is_asymptotic_and_below_every_decision_level(n_ref, n_cur):
     ("n_ref", "n_cur"), [(7000, 8159), (10_000, 5000), (500, 700), (4000, 4000), (7000, 30)]
 )
 def test_outside_the_far_tail_the_p_value_is_scipys_exact_one(n_ref, n_cur):
-    # From p near 1 to just above the tail: the same float as scipy's exact value.
+    # From p near 1 to just above the tail: scipy's exact value, within 1e-12 relative
+    # (monitors.stattests.distributions computes it at the sizes where that is cheap).
     effective_n = round(n_ref * n_cur / (n_ref + n_cur))
     for z in (0.3, 0.8, 1.36, 2.0, 2.8, 3.5, 4.5, 5.5):
         d = z / math.sqrt(effective_n)
@@ -197,7 +198,7 @@ def test_outside_the_far_tail_the_p_value_is_scipys_exact_one(n_ref, n_cur):
             assert kolmogorov_sf(statistic, effective_n) <= ks.TAIL_P
             continue
         assert method == "exact"
-        assert p_value == _scipy_exact(d, n_ref, n_cur), (z, p_value)
+        assert p_value == pytest.approx(_scipy_exact(d, n_ref, n_cur), rel=1e-12, abs=0), z
 
 
 def test_the_tail_shortcut_is_what_makes_a_drifted_feature_cheap():
