@@ -70,6 +70,9 @@ def test_rejected_records_are_stored_capped_counted_and_requests_logged(
         store = SqlSampleStore(sample_url)
         try:
             wait_for(lambda: store.request_stats("1981-01-01", "1982-01-01").count >= 8)
+            # The 503s' rows too: the requests log writes its buffer every second, so the
+            # 1981 rows may be in the store before the last 503's row is.
+            wait_for(lambda: store.request_stats("2020-01-01", "2100-01-01").errors >= 1)
             window = store.read_rejected("1981-01-01", "1982-01-01")
             stats = store.rejected_stats("1981-01-01", "1982-01-01")
             requests = store.request_stats("1981-01-01", "1982-01-01")

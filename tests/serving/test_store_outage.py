@@ -5,7 +5,8 @@ The service writes samples to a real PostgreSQL database through a TCP relay
 ``on_store_failure=fail_closed`` (the default) a request that cannot be recorded is
 refused with a 503 saying so; with ``answer_unlogged`` it is answered with
 ``sample_stored: false`` (body, header, metric). Either way nothing is acknowledged
-as stored that is not, and once the store is back, requests are stored again.
+as stored that is not, and once the store is back (the service's store watch sees it
+within a second), requests are stored again.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from driftgate.config.serving import ServingSettings
 from driftgate.stores.samples import SqlSampleStore
 from tests.driftgate.stores.conftest import _postgres_database
 from tests.faultproxy import TcpRelay
-from tests.serving.conftest import ThreadedService, records_of
+from tests.serving.conftest import ThreadedService, records_of, wait_for
 
 
 @pytest.fixture
@@ -69,6 +70,13 @@ def test_a_store_outage_is_refused_or_answered_unlogged_as_configured(
                 assert "driftgate_unstored_records_total 1.0" in metrics
 
             relay.restore()
+            # The service learns that the store is back from its store watch, which probes
+            # it every second (serving/storewatch.py): until then it answers as during
+            # the outage, without trying the store.
+            wait_for(
+                lambda: service.client.get("/readyz").status_code == 200,
+                what="the service to see the store back",
+            )
             after = service.client.post("/predict", json=record)
             assert after.status_code == 200 and after.json()["sample_stored"] is True
             # Exactly the requests answered as stored are in the store.
