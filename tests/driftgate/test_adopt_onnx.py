@@ -89,9 +89,11 @@ def adopted(project_config, tmp_path_factory):
         "data:\n  source: reference.csv\n  target: y\n  reference_rows: 300\n"
     )
     config = load_config(root / "driftgate.yaml")
-    registry.connect(config.tracking)
+    # Runs logged "elsewhere" go to the project's experiment: MLflow's Default one would
+    # put their artifacts in ./mlruns of the working directory.
+    experiment_id = registry.connect(config.tracking)
     example = np.zeros((3, len(FEATURES)), np.float32)
-    with mlflow.start_run():
+    with mlflow.start_run(experiment_id=experiment_id):
         logged = mlflow.onnx.log_model(
             _onnx_model(frame.iloc[:210]),
             name="model",
@@ -103,7 +105,10 @@ def adopted(project_config, tmp_path_factory):
         )
     version = str(logged.registered_model_version)
     outcome = job.run_adoption(config, f"models:/{MODEL}/{version}", root / "reference.csv")
-    return {"root": root, "config": config, "version": version, "outcome": outcome}
+    return {
+        "root": root, "config": config, "version": version, "outcome": outcome,
+        "experiment_id": experiment_id,
+    }  # fmt: skip
 
 
 def test_an_onnx_model_passes_the_allow_list_and_is_adopted(adopted):
@@ -174,7 +179,7 @@ def test_a_scikit_learn_model_stays_refused_saying_to_log_it_as_onnx(
 
     frame = pd.read_csv(adopted["root"] / "reference.csv")
     model = LogisticRegression().fit(frame[FEATURES], frame["y"])
-    with mlflow.start_run():
+    with mlflow.start_run(experiment_id=adopted["experiment_id"]):
         logged = mlflow.sklearn.log_model(
             model, name="model", registered_model_name=MODEL, serialization_format=serialization,
             pip_requirements=["scikit-learn"],  # not inferred in a child process (~2 CPU-s)
@@ -265,7 +270,7 @@ def test_a_second_version_is_gated_against_an_adopted_champion(adopted):
     config, root = adopted["config"], adopted["root"]
     frame = pd.read_csv(root / "reference.csv")
     example = np.zeros((3, len(FEATURES)), np.float32)
-    with mlflow.start_run():
+    with mlflow.start_run(experiment_id=adopted["experiment_id"]):
         logged = mlflow.onnx.log_model(
             _onnx_model(frame.iloc[:150]), name="model", input_example=example,
             signature=mlflow.models.infer_signature(example, np.zeros(3, np.float32)),
