@@ -27,6 +27,7 @@ Request and response bodies are in :mod:`serving.schemas`, the error format in
 from __future__ import annotations
 
 import contextlib
+import inspect
 
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
@@ -76,6 +77,7 @@ def create_app(config: ProjectConfig, settings: ServingSettings | None = None) -
             await run_in_threadpool(close_service, state)
 
     app = FastAPI(
+        **_telemetry(settings.opentelemetry),
         title="driftgate inference",
         summary=f"Serves models:/{config.model.name}@champion and logs every sample.",
         lifespan=lifespan,
@@ -123,6 +125,16 @@ def create_app(config: ProjectConfig, settings: ServingSettings | None = None) -
     for router in (predict.router, health.router, admin.router, feedback.router):
         app.include_router(router)
     return app
+
+
+def _telemetry(enabled: bool) -> dict:
+    """FastAPI's ``telemetry`` argument for ``serving.opentelemetry``: FastAPI's defaults
+    when on; off, every signal off, so that no request asks OpenTelemetry whether a
+    provider is configured (three registry and environment look-ups each). FastAPI
+    before 0.150 has no native telemetry and takes no such argument."""
+    if enabled or "telemetry" not in inspect.signature(FastAPI.__init__).parameters:
+        return {}
+    return {"telemetry": {"tracing": False, "metrics": False, "logs": False}}
 
 
 def _add_error_handlers(app: FastAPI, metrics: ServiceMetrics) -> None:

@@ -186,6 +186,13 @@ class ServingSettings(StrictModel):
         description="serve /docs, /redoc and /openapi.json: every endpoint, field and "
         "limit described to any client that asks; off unless you want them (development)",
     )
+    opentelemetry: bool = Field(
+        False,
+        description="FastAPI's own OpenTelemetry spans, HTTP metrics and exception logs "
+        "for each request, sent to the providers you configure (or FastAPI's "
+        "FASTAPI_OTEL_AUTO_CONFIGURE); off: asking for a provider on every request was "
+        "4% of the event loop's CPU (docs/serving.md), and /metrics covers the service",
+    )
     metrics_auth: Literal["none", "token"] = Field(
         "none",
         description="none: /metrics answers any client (Prometheus scrapes without "

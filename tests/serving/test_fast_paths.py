@@ -203,3 +203,26 @@ def test_sample_times_count_the_microseconds_pandas_counts(moment):
         assert "outside" in str(refused)
         return
     assert _storable_us(moment) == expected
+
+
+@pytest.mark.parametrize("enabled", [False, True])
+def test_opentelemetry_off_asks_for_no_provider_per_request(monkeypatch, enabled):
+    """``serving.opentelemetry`` false (the default): FastAPI's native telemetry asks
+    OpenTelemetry for its providers on no request; true: on every request, as FastAPI's
+    default does (and then sends spans to a provider the operator configured)."""
+    from fastapi import FastAPI
+    from opentelemetry import trace
+    from starlette.testclient import TestClient
+
+    from driftgate.serving.app import _telemetry
+
+    asked = []
+    real = trace.get_tracer_provider
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: asked.append(1) or real())
+    app = FastAPI(**_telemetry(enabled))
+    app.get("/ping")(lambda: {"ok": True})
+    with TestClient(app) as client:
+        asked.clear()  # the lifespan's own look-ups are not per request
+        for _ in range(3):
+            assert client.get("/ping").json() == {"ok": True}
+    assert (len(asked) >= 3) if enabled else not asked
