@@ -18,12 +18,11 @@ from __future__ import annotations
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
-from prefect.exceptions import FlowPauseTimeout
-from prefect.flow_runs import pause_flow_run
 from prefect.input import RunInput
 from pydantic import Field
 
 from driftgate.config import ProjectConfig, load_config
+from driftgate.flows.person import ask_person
 from driftgate.jobs import contract_revision as job
 
 DEFAULT_TIMEOUT_S = 7 * 24 * 3600  # a person has a week; the proposal can be shown again
@@ -77,12 +76,10 @@ def revise_contract(
         markdown=text,
         description="driftgate contract revision",
     )
-    try:
-        answer = pause_flow_run(
-            wait_for_input=ContractDecision.with_initial_data(description=text, accept=False),
-            timeout=timeout_s,
-        )
-    except FlowPauseTimeout:
+    answer = ask_person(
+        ContractDecision.with_initial_data(description=text, accept=False), timeout_s
+    )
+    if answer is None:
         job.record_declined(config, review_id, by=None, reason=f"no answer within {timeout_s} s")
         return {"review_id": review_id, "decision": "no answer"}
     if not answer.accept:

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
-from prefect.exceptions import FlowPauseTimeout
-from prefect.flow_runs import pause_flow_run
 from prefect.input import RunInput
 from pydantic import Field
 
 from driftgate.config import load_config
+from driftgate.flows.person import ask_person
 from driftgate.flows.steps import prefect_step
 from driftgate.gates.config import load_gate_config
 from driftgate.gates.result import GateResult
@@ -50,12 +49,8 @@ def ask_in_prefect_ui(brief: str, timeout_s: int) -> retrain_job.Answer | None:
     """Pause this flow run until a person approves or rejects the candidate (a form in
     the Prefect UI whose description is ``brief``: the drift evidence and the gate
     report), at most ``timeout_s``; None when nobody answered in time."""
-    try:
-        answer = pause_flow_run(
-            wait_for_input=Approval.with_initial_data(description=brief, approve=False),
-            timeout=timeout_s,
-        )
-    except FlowPauseTimeout:
+    answer = ask_person(Approval.with_initial_data(description=brief, approve=False), timeout_s)
+    if answer is None:
         return None
     return retrain_job.Answer(approve=answer.approve, by=answer.by, reason=answer.reason)
 

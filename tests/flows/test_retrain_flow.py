@@ -188,7 +188,7 @@ def test_approval_required_waits_for_a_person_and_records_the_decision(
         deadline = time.monotonic() + 900
         while not (waiting := paused_runs()) and time.monotonic() < deadline:
             assert worker.is_alive(), "the train flow ended without waiting for approval"
-            time.sleep(2)
+            time.sleep(0.5)
         (waiting,) = waiting
         (retrain,) = retrains(config)
         assert retrain.status == IN_FLIGHT  # it holds the slot while it waits
