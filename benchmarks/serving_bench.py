@@ -19,8 +19,12 @@ demo's gates.yaml, whose export_parity logs its ONNX export):
 - the drift-check job (`judge_window`) on a window of `--window-rows` stored samples:
   contract (GX), drift statistics, MLflow run with the Evidently report.
 
+With ``--slices N`` the servers run side by side and are loaded in turns (each
+server's ``--seconds`` split into N), so that a machine whose speed drifts from minute
+to minute drifts under all of them alike (``run_interleaved``).
+
 Run: .venv/bin/python benchmarks/serving_bench.py [--seconds 10] [--concurrency 16]
-     [--servers ceiling,onnxruntime,pyfunc,mlflow] [--no-drift-check]
+     [--servers ceiling,onnxruntime,pyfunc,mlflow] [--slices 8] [--no-drift-check]
 """
 
 from __future__ import annotations
@@ -78,10 +82,8 @@ def group_cpu_seconds(pgid: int) -> float:
     return total
 
 
-def load(
-    url: str, payloads: list[dict], seconds: float, concurrency: int, run: str,
-    cpu: Callable[[], float] | None = None,
-) -> dict:  # fmt: skip
+def warm_up(url: str, payloads: list[dict], concurrency: int, run: str) -> None:
+    """200 requests before any timed one (connections, caches, the first commits)."""
     # Run as a script, this folder is on sys.path but the repository root is not.
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from benchmarks.loadgen import run_load
@@ -91,24 +93,58 @@ def load(
     asyncio.run(
         run_load(url, payloads[:50], concurrency=concurrency, total=200, id_prefix=f"warm{run}")
     )
+
+
+def timed_load(
+    url: str, payloads: list[dict], seconds: float, concurrency: int, run: str,
+    cpu: Callable[[], float] | None = None,
+) -> tuple:  # fmt: skip
+    """One timed load: the loadgen's result and the server's CPU seconds meanwhile."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from benchmarks.loadgen import run_load
+
     cpu_before = cpu() if cpu is not None else 0.0
     result = asyncio.run(
         run_load(url, payloads, concurrency=concurrency, duration=seconds, id_prefix=f"run{run}")
     )
-    cpu_used = cpu() - cpu_before if cpu is not None else 0.0
-    summary = result.summary()
+    return result, (cpu() - cpu_before if cpu is not None else 0.0)
+
+
+def summarise(parts: list[tuple]) -> dict:
+    """One server's figures from its timed loads ``parts`` ((result, cpu seconds) each):
+    requests per second over their summed durations, latency percentiles over all."""
+    from benchmarks.loadgen import LoadResult
+
+    merged = LoadResult()
+    cpu_used = 0.0
+    for result, cpu in parts:
+        merged.statuses.update(result.statuses)
+        merged.latencies.extend(result.latencies)
+        merged.errors += result.errors
+        merged.seconds += result.seconds
+        merged.first_error = merged.first_error or result.first_error
+        cpu_used += cpu
+    summary = merged.summary()
     # Answered requests: 200s and the contract's 422s (the refused traffic is traffic).
-    answered = sum(1 for status in result.statuses.values() if status in (200, 422))
-    summary["answered_per_second"] = round(answered / result.seconds, 1)
+    answered = sum(1 for status in merged.statuses.values() if status in (200, 422))
+    summary["answered_per_second"] = round(answered / merged.seconds, 1) if merged.seconds else 0.0
     # The server's CPU per answered request: steadier than requests/s on a shared machine
-    # (the client's CPU is not in it; the timed run only, not the warm-up).
+    # (the client's CPU is not in it; the timed runs only, not the warm-up).
     summary["cpu_us_per_request"] = round(cpu_used / answered * 1e6, 1) if answered else 0.0
-    summary["refused"] = sum(1 for status in result.statuses.values() if status == 422)
-    summary["first_error"] = result.first_error
-    others = sorted({s for s in result.statuses.values() if s not in (200, 422, 0)})
+    summary["refused"] = sum(1 for status in merged.statuses.values() if status == 422)
+    summary["first_error"] = merged.first_error
+    others = sorted({s for s in merged.statuses.values() if s not in (200, 422, 0)})
     if others:
         summary["first_error"] += f" statuses {others}"
     return summary
+
+
+def load(
+    url: str, payloads: list[dict], seconds: float, concurrency: int, run: str,
+    cpu: Callable[[], float] | None = None,
+) -> dict:  # fmt: skip
+    warm_up(url, payloads, concurrency, run)
+    return summarise([timed_load(url, payloads, seconds, concurrency, run, cpu)])
 
 
 def run_server(key: str, server: tuple, log_path: Path, env: dict, args, run_id: str) -> dict:
@@ -150,6 +186,59 @@ def run_server(key: str, server: tuple, log_path: Path, env: dict, args, run_id:
         tail = log_path.read_text(errors="replace").strip().splitlines()[-5:]
         summary["why"] = f"{summary['first_error'] or 'no 200s'}; server log: {' | '.join(tail)}"
     return summary
+
+
+def run_interleaved(keys: list[str], servers: dict, root: Path, env: dict, args,
+                    round_: int) -> dict:  # fmt: skip
+    """``--slices``: every chosen server started and warmed up, then loaded in turns of
+    ``--seconds / --slices`` (the order reversed every other turn), so that each one's
+    requests per second spans the same minutes of the machine as the others'.
+
+    Why: on a shared machine the speed of the cores drifts from minute to minute (7
+    December 2026: the ceiling answered 2,760 to 5,135 requests a second in four rounds
+    minutes apart, its CPU per request 194 to 361 µs), and a ratio of two servers run
+    one after the other inherits that drift; turns average it out. A server left
+    idle meanwhile only runs its pollers.
+
+    Turns flatter a server that writes to disk: between its turns the disk catches up
+    on write-back. The same minutes of 7 December 2026 gave driftgate onnxruntime
+    59-61% of the ceiling in turns of 3 s and 39-47% in turns of 10 s (sequential
+    runs of 8 s: 31-61%). Use turns of 10 s or more for a figure of sustained load."""
+    started, parts = {}, {key: [] for key in keys}
+    try:
+        for key in keys:
+            make_command, ready_path, url_path, payloads = servers[key]
+            port = free_port()
+            with open(root / f"{key}-{round_}-interleaved.log", "wb") as log:
+                process = subprocess.Popen(
+                    make_command(port), stdout=log, stderr=subprocess.STDOUT, env=env,
+                    start_new_session=True,
+                )  # fmt: skip
+            started[key] = (process, f"http://127.0.0.1:{port}")
+            wait_ready(started[key][1] + ready_path, process)
+            warm_up(started[key][1] + url_path, payloads, args.concurrency, f"{round_}-{key}")
+        before = load_average()
+        for turn in range(args.slices):
+            for key in keys if turn % 2 == 0 else keys[::-1]:
+                process, base = started[key]
+                _, _, url_path, payloads = servers[key]
+                parts[key].append(timed_load(
+                    base + url_path, payloads, args.seconds / args.slices, args.concurrency,
+                    f"{round_}-{key}-{turn}", cpu=lambda pid=process.pid: group_cpu_seconds(pid),
+                ))  # fmt: skip
+        after = load_average()
+    finally:
+        for process, _ in started.values():
+            stop_group(process)
+    results = {}
+    for key in keys:
+        results[key] = summarise(parts[key])
+        results[key]["load"] = f"{before}>{after}"
+        results[key]["why"] = (
+            results[key]["first_error"] or "no 200s"
+            if results[key]["errors"] or not results[key]["ok"] else ""
+        )  # fmt: skip
+    return results
 
 
 def stop_group(process: subprocess.Popen, timeout: float = 30.0) -> None:
@@ -276,6 +365,11 @@ def main() -> None:
         help=f"comma-separated, of {', '.join(SERVERS)} (default: all)",
     )  # fmt: skip
     parser.add_argument("--rounds", type=int, default=1, help="run the servers this many times")
+    parser.add_argument(
+        "--slices", type=int, default=1,
+        help="load the servers in turns: each one's --seconds split into this many turns, "
+        "all servers up meanwhile (1: one server after the other, each started alone)",
+    )  # fmt: skip
     parser.add_argument("--no-drift-check", action="store_true", help="skip the drift check")
     parser.add_argument("--bare-server", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -366,6 +460,12 @@ def main() -> None:
         for round_ in range(args.rounds):
             results = {}
             order = [k for k in SERVERS if k in chosen]
+            if args.slices > 1:
+                results = run_interleaved(order, servers, root, env, args, round_)
+                if args.rounds > 1:
+                    print(f"\nround {round_ + 1} of {args.rounds}")
+                print_table(results, args.seconds, args.concurrency)
+                continue
             # Every other round in reverse: a machine whose load drifts during a round
             # favours the servers run last, and the reversed round undoes that.
             for key in order if round_ % 2 == 0 else order[::-1]:

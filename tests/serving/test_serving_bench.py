@@ -71,3 +71,19 @@ def test_a_group_that_is_gone_counts_nothing():
     process = _spinning_group(0.0)
     _stop(process)
     assert bench.group_cpu_seconds(process.pid) == 0.0
+
+
+def test_turns_are_summarised_as_one_run():
+    """``--slices``: a server's turns count as one run of their summed length, its CPU
+    per answered request (200s and 422s) over all of them."""
+    from benchmarks.loadgen import LoadResult
+
+    first = LoadResult({"a0": 200, "a1": 200, "a2": 422}, [0.001, 0.003], 0, 1.0)
+    second = LoadResult({"b0": 200, "b1": 503}, [0.002], 1, 0.5, "reset")
+    summary = bench.summarise([(first, 0.3), (second, 0.1)])
+    assert summary["ok"] == 3 and summary["refused"] == 1 and summary["errors"] == 1
+    assert summary["requests_per_second"] == 2.0  # 3 acknowledged in 1.5 s
+    assert summary["answered_per_second"] == round(4 / 1.5, 1)
+    assert summary["cpu_us_per_request"] == 100_000.0  # 0.4 s of CPU for 4 answered
+    assert summary["p50_ms"] == 2.0
+    assert summary["first_error"] == "reset statuses [503]"
