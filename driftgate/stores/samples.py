@@ -228,6 +228,11 @@ def _overlaps(low: int, high: int, ranges: Sequence[tuple[int, int]]) -> bool:
     return any(low < end and start < high for start, end in ranges)
 
 
+# SQLite's default limit on a statement's parameters (SQLITE_MAX_VARIABLE_NUMBER since
+# 3.32; older builds: 999).
+_SQLITE_MAX_VARIABLES = 32_766 if sqlite3.sqlite_version_info >= (3, 32) else 999
+
+
 class SqlSampleStore:
     """Samples in SQLite (default) or PostgreSQL.
 
@@ -392,12 +397,20 @@ class SqlSampleStore:
             ):
                 if table_rows:
                     columns = list(table_rows[0])
-                    statement = (
-                        f"INSERT INTO {table} ({', '.join(columns)}) "
-                        f"VALUES ({', '.join('?' * len(columns))})"
-                    )
-                    params = [tuple(row[c] for c in columns) for row in table_rows]
-                    cursor.executemany(statement, params)
+                    # One multi-row INSERT per chunk, not executemany: sqlite3 releases
+                    # the GIL around every row's step and must take it back each time,
+                    # which under load waits on the event loop thread (docs/serving.md,
+                    # fifth stop).
+                    per_statement = max(1, _SQLITE_MAX_VARIABLES // len(columns))
+                    row_marks = f"({', '.join('?' * len(columns))})"
+                    for start in range(0, len(table_rows), per_statement):
+                        chunk = table_rows[start : start + per_statement]
+                        statement = (
+                            f"INSERT INTO {table} ({', '.join(columns)}) "
+                            f"VALUES {', '.join([row_marks] * len(chunk))}"
+                        )
+                        params = [row[c] for row in chunk for c in columns]
+                        cursor.execute(statement, params)
         except sqlite3.Error as exc:
             raise DBAPIError.instance(
                 statement, params, exc, sqlite3.Error,

@@ -100,6 +100,26 @@ def test_a_failing_batch_stores_nothing(store_url):
     assert store.count() == 0
 
 
+def test_a_batch_larger_than_one_statement_is_stored_whole_and_in_one_transaction(
+    tmp_path, monkeypatch
+):
+    """SQLite's samples go in as multi-row INSERTs of at most the parameter limit: a
+    batch past it is split across statements, every row stored, none on a failure."""
+    from driftgate.stores import samples as module
+
+    monkeypatch.setattr(module, "_SQLITE_MAX_VARIABLES", 40)  # 3 or 4 rows a statement
+    store = SqlSampleStore(f"sqlite:///{tmp_path / 'samples.db'}")
+    store.append([sample(i, f"r{i}", a=float(i), b=-i) for i in range(25)])
+    window = store.read_window(T0, T0 + timedelta(hours=1))
+    assert window.request_id.tolist() == [f"r{i}" for i in range(25)]
+    assert window.a.tolist() == [float(i) for i in range(25)]
+    assert window.b.tolist() == [float(-i) for i in range(25)]
+    broken = Sample(T0, "bad", 0, "m", None, {"a": 1.0}, 0.5, 1)  # model_version NOT NULL
+    with pytest.raises(Exception, match=r"(?i)null"):
+        store.append([*(sample(30 + i, f"s{i}") for i in range(20)), broken])
+    assert store.count() == 25
+
+
 def test_non_finite_features_are_stored_as_null(store_url):
     store = SqlSampleStore(store_url)
     store.append([sample(0, "r", a=math.inf, b=math.nan)])
