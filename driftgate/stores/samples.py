@@ -374,8 +374,9 @@ class SqlSampleStore:
         Why: SQLAlchemy's statement machinery (parameter processing per row, the
         execution context per statement) was about a third of the service's writer
         thread, which every answered request waits for (issue 32,
-        benchmarks/request_path_bench.py); the statements are the ones SQLAlchemy
-        sends, in the same transaction, so durability does not change. A sqlite3
+        benchmarks/request_path_bench.py); the same rows go in, in the same
+        transaction, so durability does not change (the inserts are multi-row: see
+        below). A sqlite3
         error is raised as the SQLAlchemy error it would have been (OperationalError
         for a read-only file...), which :meth:`append` and the writer handle as before.
         """
