@@ -147,6 +147,17 @@ def load(
     return summarise([timed_load(url, payloads, seconds, concurrency, run, cpu)])
 
 
+def launch(make_command: Callable[[int], list[str]], log_path: Path, env: dict) -> tuple:
+    """Start a server on a free port, its output in ``log_path``: (process, base URL)."""
+    port = free_port()
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            make_command(port), stdout=log, stderr=subprocess.STDOUT, env=env,
+            start_new_session=True,  # its own process group: children stop with it
+        )  # fmt: skip
+    return process, f"http://127.0.0.1:{port}"
+
+
 def run_server(key: str, server: tuple, log_path: Path, env: dict, args, run_id: str) -> dict:
     """Start one server on a port of its own, load it, stop it and every process it
     started; the summary says why when requests failed (``why``).
@@ -161,13 +172,7 @@ def run_server(key: str, server: tuple, log_path: Path, env: dict, args, run_id:
     is reported with the client's first error and the end of its log.
     """
     make_command, ready_path, url_path, payloads = server
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(
-            make_command(port), stdout=log, stderr=subprocess.STDOUT, env=env,
-            start_new_session=True,  # its own process group: children stop with it
-        )  # fmt: skip
+    process, base = launch(make_command, log_path, env)
     try:
         wait_ready(base + ready_path, process)
         before = load_average()
@@ -208,15 +213,10 @@ def run_interleaved(keys: list[str], servers: dict, root: Path, env: dict, args,
     try:
         for key in keys:
             make_command, ready_path, url_path, payloads = servers[key]
-            port = free_port()
-            with open(root / f"{key}-{round_}-interleaved.log", "wb") as log:
-                process = subprocess.Popen(
-                    make_command(port), stdout=log, stderr=subprocess.STDOUT, env=env,
-                    start_new_session=True,
-                )  # fmt: skip
-            started[key] = (process, f"http://127.0.0.1:{port}")
-            wait_ready(started[key][1] + ready_path, process)
-            warm_up(started[key][1] + url_path, payloads, args.concurrency, f"{round_}-{key}")
+            process, base = launch(make_command, root / f"{key}-{round_}-interleaved.log", env)
+            started[key] = (process, base)
+            wait_ready(base + ready_path, process)
+            warm_up(base + url_path, payloads, args.concurrency, f"{round_}-{key}")
         before = load_average()
         for turn in range(args.slices):
             for key in keys if turn % 2 == 0 else keys[::-1]:
